@@ -1,0 +1,50 @@
+"""Input checks shared by the public API. Every error names the argument."""
+
+import numbers
+
+import numpy as np
+
+
+def as_float_array(x, name, ndim=None, allow_empty=False):
+    """Return ``x`` as a float64 ndarray, rejecting what cannot be projected.
+
+    Raises ``ValueError`` naming ``name`` for a wrong number of dimensions, an
+    empty array or non-finite entries, and ``TypeError`` for non-numeric input.
+    """
+    if hasattr(x, "toarray") and hasattr(x, "nnz"):
+        raise TypeError(
+            f"{name} is a scipy.sparse matrix; pass a dense array (e.g. {name}.toarray())"
+        )
+    arr = np.asarray(x)
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.floating)
+        or np.issubdtype(arr.dtype, np.integer)
+        or np.issubdtype(arr.dtype, np.bool_)
+    ):
+        raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got an array with ndim={arr.ndim}")
+    if arr.size == 0 and not allow_empty:
+        raise ValueError(f"{name} is empty (shape {arr.shape}); it needs at least one entry")
+    arr = np.asarray(arr, dtype=np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinity")
+    return arr
+
+
+def check_sparseness(value, name):
+    """A target sparseness must be a real number in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number in [0, 1], got {value!r}")
+    value = float(value)
+    if not (0.0 <= value <= 1.0):
+        raise ValueError(f"{name} must lie in [0, 1], got {value!r}")
+    return value
+
+
+def check_positive_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a positive integer, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value!r}")
+    return int(value)

@@ -1,0 +1,106 @@
+"""Hoyer's sparseness measure and the conversions between sparseness and norms.
+
+For x in R^n (n >= 2) with x != 0,
+
+    sparseness(x) = (sqrt(n) - ||x||_1 / ||x||_2) / (sqrt(n) - 1),
+
+which is 1 for a vector with a single non-zero entry, 0 for a vector whose
+entries all have the same magnitude, and interpolates smoothly in between.
+It is undefined (0 / 0) for n = 1 and for the zero vector: both raise
+``ValueError`` instead of returning NaN.
+"""
+
+import numpy as np
+
+from nmfsc._validation import as_float_array, check_positive_int, check_sparseness
+
+__all__ = ["sparseness", "l1_for_sparseness", "sparseness_for_l1"]
+
+
+def sparseness(x, axis=None):
+    """Hoyer's sparseness of a vector, or of every column or row of a matrix.
+
+    Parameters
+    ----------
+    x : array_like
+        A vector of length n >= 2, or a 2-D array.
+    axis : {None, 0, 1}
+        ``None``: ``x`` must be 1-D and one number is returned. ``0``: the
+        sparseness of every column of a 2-D ``x`` (shape ``(n_cols,)``).
+        ``1``: of every row (shape ``(n_rows,)``).
+
+    Returns
+    -------
+    float or ndarray
+        ``(sqrt(n) - ||x||_1 / ||x||_2) / (sqrt(n) - 1)``, in [0, 1]. Only the
+        magnitudes count, so the signed vectors of the signed projection have a
+        sparseness too.
+
+    Raises
+    ------
+    ValueError
+        For vectors of length 1 and for all-zero vectors (the measure is 0/0
+        there), for NaN or infinite entries, and for a wrong ``axis``/``ndim``.
+
+    Examples
+    --------
+    >>> from nmfsc import sparseness
+    >>> float(sparseness([0.0, 0.0, 1.0, 0.0]))
+    1.0
+    >>> float(sparseness([1.0, 1.0, 1.0, 1.0]))
+    0.0
+    """
+    if axis is None:
+        arr = as_float_array(x, "x", ndim=1)
+        vectors = arr[:, None]
+    elif axis in (0, 1):
+        arr = as_float_array(x, "x", ndim=2)
+        vectors = arr if axis == 0 else arr.T
+    else:
+        raise ValueError(f"axis must be None, 0 or 1, got {axis!r}")
+    n = vectors.shape[0]
+    if n < 2:
+        raise ValueError(
+            "sparseness is undefined for vectors of length 1 "
+            "(sqrt(n) - 1 = 0); it needs n >= 2"
+        )
+    # Scale each vector by its largest magnitude so the L2 norm cannot overflow.
+    peak = np.max(np.abs(vectors), axis=0)
+    zero = peak == 0
+    if np.any(zero):
+        where = "" if axis is None else f" (index {int(np.flatnonzero(zero)[0])} along axis {1 - axis})"
+        raise ValueError(f"sparseness is undefined for an all-zero vector{where}")
+    scaled = vectors / peak
+    l1 = np.sum(np.abs(scaled), axis=0)
+    l2 = np.sqrt(np.sum(scaled * scaled, axis=0))
+    root_n = np.sqrt(n)
+    values = np.clip((root_n - l1 / l2) / (root_n - 1.0), 0.0, 1.0)
+    return float(values[0]) if axis is None else values
+
+
+def l1_for_sparseness(sparseness, n, l2=1.0):
+    """The L1 norm that gives a length-``n`` vector with L2 norm ``l2`` the
+    requested ``sparseness``: ``l1 = l2 * (sqrt(n) - (sqrt(n) - 1) * sparseness)``.
+
+    ``l2`` may be an array (one norm per vector); the result then has its shape.
+    For n = 1 every sparseness gives ``l1 = l2``.
+    """
+    s = check_sparseness(sparseness, "sparseness")
+    n = check_positive_int(n, "n")
+    root_n = np.sqrt(n)
+    l2_arr = np.asarray(l2, dtype=np.float64)
+    if np.any(~np.isfinite(l2_arr)) or np.any(l2_arr <= 0):
+        raise ValueError(f"l2 must be finite and > 0, got {l2!r}")
+    l1 = l2_arr * (root_n - (root_n - 1.0) * s)
+    return float(l1) if l1.ndim == 0 else l1
+
+
+def sparseness_for_l1(l1, l2, n):
+    """Inverse of :func:`l1_for_sparseness`: ``(sqrt(n) - l1 / l2) / (sqrt(n) - 1)``."""
+    n = check_positive_int(n, "n")
+    if n < 2:
+        raise ValueError("sparseness is undefined for vectors of length 1; it needs n >= 2")
+    root_n = np.sqrt(n)
+    return (root_n - np.asarray(l1, dtype=np.float64) / np.asarray(l2, dtype=np.float64)) / (
+        root_n - 1.0
+    )
