@@ -1,0 +1,333 @@
+"""Shared machinery of the figure scripts: options, experiments, caching, output.
+
+Each figure script lists its experiments (data set, solver, settings), and the
+harness runs them with a real stopping rule and a time cap, caches every result
+under ``<out>/.cache/`` keyed on (code version, parameters, data fingerprint),
+checkpoints long runs so an interrupted ``all`` resumes where it stopped, and
+writes ``<out>/<figure>.json`` with the numbers behind each figure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+import nmfsc
+
+# Iteration budget of --quick runs: enough to exercise every code path.
+QUICK_MAX_ITER = 5
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Options:
+    """Command-line options shared by every figure script."""
+
+    quick: bool = False
+    seed: int = 0
+    out: str = "figures"
+    max_time: float | None = None
+    force: bool = False
+    progress: bool = True
+
+    @property
+    def out_dir(self) -> Path:
+        return Path(self.out)
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.out_dir / ".cache"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One factorisation run: a data set, a solver and its settings."""
+
+    name: str
+    dataset: str
+    solver: str
+    n_components: int
+    params: dict = field(default_factory=dict)
+    max_time: float = 120.0
+    max_iter: int = 20000
+
+    def key_fields(self, options: Options) -> dict:
+        return {
+            "name": self.name,
+            "dataset": self.dataset,
+            "solver": self.solver,
+            "n_components": self.n_components,
+            "params": self.params,
+            "max_time": self.budget(options),
+            "max_iter": QUICK_MAX_ITER if options.quick else self.max_iter,
+            "seed": options.seed,
+            "quick": options.quick,
+        }
+
+    def budget(self, options: Options) -> float:
+        return float(options.max_time if options.max_time is not None else self.max_time)
+
+
+@dataclass
+class RunResult:
+    """What an experiment produced: the factors and the numbers about the run."""
+
+    experiment: Experiment
+    W: np.ndarray
+    H: np.ndarray
+    stats: dict
+    V: np.ndarray | None = None
+
+
+# --------------------------------------------------------------------------
+# Fingerprints
+# --------------------------------------------------------------------------
+def _hash_files(paths) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        digest.update(str(path.relative_to(REPO_ROOT)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=None)
+def code_version() -> str:
+    """Hash of the library's and the harness's source: a change recomputes."""
+    package = Path(nmfsc.__file__).resolve().parent
+    files = [p for p in package.rglob("*.py")] + [Path(__file__).resolve()]
+    return f"{nmfsc.__version__}+{_hash_files(files)}"
+
+
+@functools.lru_cache(maxsize=None)
+def data_fingerprint() -> str:
+    """Hash of the data registry: every data file is verified against it."""
+    from importlib import resources
+
+    text = resources.files("nmfsc.datasets").joinpath("data_registry.txt").read_bytes()
+    return hashlib.sha256(text).hexdigest()[:16]
+
+
+def versions() -> dict:
+    import matplotlib
+    import numba
+    import scipy
+
+    return {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "scipy": scipy.__version__,
+        "matplotlib": matplotlib.__version__,
+        "nmfsc": nmfsc.__version__,
+        "code_version": code_version(),
+        "platform": platform.platform(),
+    }
+
+
+# --------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------
+@functools.lru_cache(maxsize=4)
+def load_dataset(name: str, seed: int) -> np.ndarray:
+    """The data matrix V of SPEC.md for ``name`` (cached in this process)."""
+    from nmfsc import datasets
+
+    if name == "cbcl":
+        return datasets.load_cbcl()
+    if name == "orl":
+        return datasets.load_orl()
+    if name == "natural":
+        return datasets.load_natural(random_state=seed)
+    raise ValueError(f"unknown data set {name!r}")
+
+
+IMAGE_SHAPES = {"cbcl": (19, 19), "orl": (56, 46), "natural": (12, 12)}
+
+
+# --------------------------------------------------------------------------
+# Running with cache and checkpoints
+# --------------------------------------------------------------------------
+def _solver(name: str):
+    solvers = {
+        "nmf_sc": nmfsc.nmf_sc,
+        "nmf_euclidean": nmfsc.nmf_euclidean,
+        "nmf_divergence": nmfsc.nmf_divergence,
+        "local_nmf": nmfsc.local_nmf,
+        "sparse_nmf": nmfsc.sparse_nmf,
+    }
+    return solvers[name]
+
+
+def cache_key(exp: Experiment, options: Options) -> str:
+    payload = {
+        "experiment": exp.key_fields(options),
+        "code": code_version(),
+        "data": data_fingerprint(),
+    }
+    text = json.dumps(payload, sort_keys=True, default=str)
+    return f"{exp.name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def _log(options: Options, message: str) -> None:
+    if options.progress:
+        from tqdm import tqdm
+
+        tqdm.write(message, file=sys.stderr)
+    else:
+        print(message, file=sys.stderr)
+
+
+def run_experiment(exp: Experiment, options: Options) -> RunResult:
+    """Run ``exp`` (or load its cached result) and return W, H and its numbers."""
+    import warnings
+
+    V = load_dataset(exp.dataset, options.seed)
+    options.cache_dir.mkdir(parents=True, exist_ok=True)
+    key = cache_key(exp, options)
+    result_path = options.cache_dir / f"{key}.npz"
+    stats_path = options.cache_dir / f"{key}.json"
+    checkpoint = options.cache_dir / f"{key}.checkpoint.npz"
+    if result_path.exists() and stats_path.exists() and not options.force:
+        with np.load(result_path) as saved:
+            W, H = saved["W"], saved["H"]
+        stats = json.loads(stats_path.read_text())
+        stats["cached"] = True
+        _log(options, f"[{exp.name}] cached result {result_path.name}")
+        _suite_advance()
+        return RunResult(exp, W, H, stats, V)
+    if options.force and checkpoint.exists():
+        checkpoint.unlink()
+
+    fields = exp.key_fields(options)
+    _log(
+        options,
+        f"[{exp.name}] {exp.solver} on {exp.dataset} {V.shape[0]}x{V.shape[1]}, "
+        f"M={exp.n_components}, {exp.params}, cap {fields['max_time']:.0f} s",
+    )
+    solver = _solver(exp.solver)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        result = solver(
+            V,
+            exp.n_components,
+            random_state=options.seed,
+            max_iter=fields["max_iter"],
+            max_time=fields["max_time"],
+            progress=options.progress,
+            checkpoint=checkpoint,
+            resume=checkpoint.exists(),
+            **exp.params,
+        )
+    wall = time.perf_counter() - t0
+    stats = run_stats(exp, V, result, wall)
+    np.savez_compressed(result_path, W=result.W, H=result.H)
+    stats_path.write_text(json.dumps(stats, indent=2, default=_json_default))
+    if checkpoint.exists():
+        checkpoint.unlink()
+    _log(
+        options,
+        f"[{exp.name}] {stats['n_iter']} iterations, stop: {stats['stop_reason']}, "
+        f"rel. error {stats['relative_error']:.4f}, {wall:.1f} s",
+    )
+    _suite_advance()
+    return RunResult(exp, result.W, result.H, stats, V)
+
+
+def _summary(values) -> dict:
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return {"mean": None, "min": None, "max": None}
+    return {"mean": float(values.mean()), "min": float(values.min()), "max": float(values.max())}
+
+
+def run_stats(exp: Experiment, V: np.ndarray, result, wall: float) -> dict:
+    """The numbers every figure's JSON reports for one run."""
+    W, H = result.W, result.H
+    residual = np.linalg.norm(V - W @ H)
+    history = np.asarray(result.objective, dtype=float)
+    return {
+        "experiment": exp.name,
+        "dataset": exp.dataset,
+        "shape": list(V.shape),
+        "solver": exp.solver,
+        "n_components": exp.n_components,
+        "params": exp.params,
+        "n_iter": int(result.n_iter),
+        "converged": bool(result.converged),
+        "stop_reason": result.stop_reason,
+        "run_time_s": float(wall),
+        "final_objective": float(history[-1]) if history.size else None,
+        "objective_every_10": history[::10].tolist(),
+        "relative_error": float(residual / np.linalg.norm(V)),
+        "sparseness_W_columns": _summary(result.sparseness_w),
+        "sparseness_H_rows": _summary(result.sparseness_h),
+        "cached": False,
+    }
+
+
+def _json_default(obj):
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    if dataclasses.is_dataclass(obj):
+        return dataclasses.asdict(obj)
+    raise TypeError(f"cannot write {type(obj).__name__} to JSON")
+
+
+# --------------------------------------------------------------------------
+# Suite progress
+# --------------------------------------------------------------------------
+_SUITE = {"bar": None}
+
+
+def start_suite(total: int, options: Options):
+    """A progress bar over every experiment of the run, with an ETA."""
+    if options.progress and total > 1:
+        from tqdm import tqdm
+
+        _SUITE["bar"] = tqdm(total=total, desc="suite", unit="exp", position=1, leave=True)
+
+
+def _suite_advance():
+    if _SUITE["bar"] is not None:
+        _SUITE["bar"].update(1)
+
+
+def close_suite():
+    if _SUITE["bar"] is not None:
+        _SUITE["bar"].close()
+        _SUITE["bar"] = None
+
+
+# --------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------
+def write_json(options: Options, figure: str, caption: str, payload: dict) -> Path:
+    """Write ``<out>/<figure>.json`` with the caption, options, versions and payload."""
+    out = options.out_dir / f"{figure}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    document = {
+        "figure": figure,
+        "caption": caption,
+        "quick": options.quick,
+        "seed": options.seed,
+        "max_time_override": options.max_time,
+        "versions": versions(),
+        **payload,
+    }
+    out.write_text(json.dumps(document, indent=2, default=_json_default) + "\n")
+    return out
