@@ -99,7 +99,7 @@ def _hash_files(paths) -> str:
     return digest.hexdigest()[:16]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def code_version() -> str:
     """Hash of the library's and the harness's source: a change recomputes."""
     package = Path(nmfsc.__file__).resolve().parent
@@ -107,7 +107,7 @@ def code_version() -> str:
     return f"{nmfsc.__version__}+{_hash_files(files)}"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def data_fingerprint() -> str:
     """Hash of the data registry: every data file is verified against it."""
     from importlib import resources
