@@ -36,7 +36,7 @@ def build_parser():
         "--max-time",
         type=float,
         default=None,
-        help="cap in seconds on each experiment's run time (default: per experiment, see REPRODUCTION.md)",
+        help="cap in seconds on each run (default: per experiment, see REPRODUCTION.md)",
     )
     parser.add_argument(
         "--force", action="store_true", help="recompute even when a cached result matches"

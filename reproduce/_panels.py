@@ -61,6 +61,6 @@ def panel_figure(runs, labels, width_per_panel=4.0, height=4.6):
 
     fig = Figure(figsize=(width_per_panel * len(runs), height), layout="constrained")
     subfigs = np.atleast_1d(fig.subfigures(1, len(runs)))
-    for subfig, run, label in zip(subfigs, runs, labels):
+    for subfig, run, label in zip(subfigs, runs, labels, strict=True):
         draw_run(subfig, run, label)
     return fig

@@ -34,7 +34,10 @@ EXPERIMENTS = {
         # Section 5: Local NMF and Sparse NMF on ORL and natural data.
         _exp("sec5_lnmf_orl", "orl", "local_nmf", 25, 45),
         _exp("sec5_lnmf_natural", "natural", "local_nmf", 72, 45),
-        *[_exp(f"sec5_snmf_orl_alpha{a}", "orl", "sparse_nmf", 25, 30, alpha=float(a)) for a in (1, 100, 10000)],
+        *[
+            _exp(f"sec5_snmf_orl_alpha{a}", "orl", "sparse_nmf", 25, 30, alpha=float(a))
+            for a in (1, 100, 10000)
+        ],
         *[
             _exp(f"sec5_snmf_natural_alpha{a}", "natural", "sparse_nmf", 72, 30, alpha=float(a))
             for a in (1, 100, 10000)

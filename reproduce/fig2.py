@@ -43,7 +43,10 @@ def main(options):
     }
     paths.append(
         write_json(
-            options, "fig2", CAPTION, {"parameters": {"length": LENGTH, "levels": list(LEVELS)}, "claims": numbers}
+            options,
+            "fig2",
+            CAPTION,
+            {"parameters": {"length": LENGTH, "levels": list(LEVELS)}, "claims": numbers},
         )
     )
     return paths

@@ -31,7 +31,8 @@ def claims(runs):
     plain = runs["fig1a"].stats["sparseness_W_columns"]["mean"]
     return {
         "3a_sparseness_W": sw,
-        "3a_sparseness_W_within_1e-6_of_0.8": abs(sw["min"] - 0.8) < 1e-6 and abs(sw["max"] - 0.8) < 1e-6,
+        "3a_sparseness_W_within_1e-6_of_0.8": abs(sw["min"] - 0.8) < 1e-6
+        and abs(sw["max"] - 0.8) < 1e-6,
         "plain_nmf_cbcl_mean_sparseness_W": plain,
         "plain_nmf_slightly_below_0.8": plain < 0.8,
         "locality_mean": loc,

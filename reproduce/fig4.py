@@ -25,7 +25,8 @@ def claims(runs):
     return {
         "locality_mean": loc,
         "locality_rises_with_sW": loc["fig4a"] < loc["fig4b"] < loc["fig4c"],
-        "all_more_local_than_plain_nmf": min(loc["fig4a"], loc["fig4b"], loc["fig4c"]) > loc["fig1b"],
+        "all_more_local_than_plain_nmf": min(loc["fig4a"], loc["fig4b"], loc["fig4c"])
+        > loc["fig1b"],
         "achieved_sparseness_W": {n: runs[n].stats["sparseness_W_columns"] for n in names[1:]},
     }
 

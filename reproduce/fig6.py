@@ -50,7 +50,9 @@ def compute(dims, levels, trials, seed):
                     worst["l2_error"] = max(worst["l2_error"], abs(np.linalg.norm(s) - 1.0))
                     worst["min_entry"] = min(worst["min_entry"], float(s.min()))
                     fast = project(start, l1, 1.0, method="fast")
-                    worst["fast_vs_hoyer"] = max(worst["fast_vs_hoyer"], float(np.abs(fast - s).max()))
+                    worst["fast_vs_hoyer"] = max(
+                        worst["fast_vs_hoyer"], float(np.abs(fast - s).max())
+                    )
     return passes, worst
 
 
@@ -98,13 +100,18 @@ def main(options):
     trials = QUICK_TRIALS if options.quick else TRIALS
     passes, worst = compute(dims, LEVELS, trials, options.seed)
     numbers = claims(dims, LEVELS, passes, worst)
-    paths = list(plot(dims, numbers["worst_case_desired_0.9_initial_0.1"], options.out_dir / "fig6"))
+    paths = list(
+        plot(dims, numbers["worst_case_desired_0.9_initial_0.1"], options.out_dir / "fig6")
+    )
     paths.append(
         write_json(
             options,
             "fig6",
             CAPTION,
-            {"parameters": {"dims": list(dims), "levels": list(LEVELS), "trials": trials}, "claims": numbers},
+            {
+                "parameters": {"dims": list(dims), "levels": list(LEVELS), "trials": trials},
+                "claims": numbers,
+            },
         )
     )
     return paths

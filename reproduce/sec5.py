@@ -29,7 +29,9 @@ EXPERIMENTS = pick(*OWN, "fig1b", "fig5")
 
 
 def claims(runs):
-    loc = {n: scores(runs[n])["locality"]["mean"] for n in OWN + ["fig1b"] if ALL[n].dataset == "orl"}
+    loc = {
+        n: scores(runs[n])["locality"]["mean"] for n in OWN + ["fig1b"] if ALL[n].dataset == "orl"
+    }
     orient = {
         n: scores(runs[n])["orientation"]["mean"]
         for n in OWN + ["fig5"]
