@@ -1,5 +1,10 @@
 """Locality, orientation and sparseness scores on synthetic bases."""
 
+import contextlib
+import io
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -361,3 +366,16 @@ def test_sparseness_summary_rejects_mismatched_shapes():
         sparseness_summary(np.ones((5, 3)), np.ones((2, 4)))
     with pytest.raises(ValueError, match="H must be 2-D"):
         sparseness_summary(np.ones((5, 3)), np.ones(3))
+
+
+# --- docs/scores.md ----------------------------------------------------------------
+
+
+def test_code_blocks_of_docs_scores_run():
+    text = (Path(__file__).parents[1] / "docs" / "scores.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
+    assert len(blocks) >= 5
+    namespace = {}
+    for k, block in enumerate(blocks):
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(block, f"docs/scores.md, python block {k}", "exec"), namespace)
