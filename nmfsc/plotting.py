@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from nmfsc._validation import as_float_array, check_positive_int
+from nmfsc.scores import _check_image_shape
 from nmfsc.sparseness import sparseness
 
 __all__ = [
@@ -44,14 +45,6 @@ _INCHES_PER_PIXEL = 0.035
 
 
 # --- mosaics -----------------------------------------------------------------------
-
-
-def _check_shape(shape, name):
-    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) != 2:
-        raise ValueError(f"{name} must be a (height, width) pair, got {shape!r}")
-    height = check_positive_int(shape[0], f"{name}[0] (height)")
-    width = check_positive_int(shape[1], f"{name}[1] (width)")
-    return height, width
 
 
 def _check_non_negative_int(value, name):
@@ -135,7 +128,7 @@ def tile_images(W, image_shape, n_cols=None, normalize="l2", border=1, signed=Fa
         If W is not 2-D, has the wrong number of rows, has negative entries
         while ``signed`` is False, or an argument is out of range.
     """
-    height, width = _check_shape(image_shape, "image_shape")
+    height, width = _check_image_shape(image_shape, "image_shape")
     W = as_float_array(W, "W", ndim=2)
     if W.shape[0] != height * width:
         raise ValueError(
@@ -293,7 +286,7 @@ def plot_on_off(
     list of matplotlib.axes.Axes
         The ON, OFF and ON-minus-OFF axes.
     """
-    height, width = _check_shape(patch_shape, "patch_shape")
+    height, width = _check_image_shape(patch_shape, "patch_shape")
     n_pixels = height * width
     W = as_float_array(W, "W", ndim=2)
     if W.shape[0] != 2 * n_pixels:
