@@ -1,0 +1,525 @@
+"""The pooch gate: registry, data folder, downloads, and errors that say what to do.
+
+Every data file nmfsc uses goes through :class:`Gate.fetch`, which wraps one
+``pooch.create`` gate. A file is used only after its sha256 matches the registry
+(``data_registry.txt``, shipped in this package). Downloads go to a temporary file
+that pooch moves into place only once its hash matches, so an interrupted or wrong
+download never leaves a file that passes as valid.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import os
+import re
+import shlex
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pooch
+
+ENV_VAR = "NMFSC_DATA_DIR"
+REGISTRY_FILE = "data_registry.txt"
+
+# pooch says what it downloads at INFO level; library users get warnings only.
+# The command line (``python -m nmfsc.datasets``) turns the messages back on.
+pooch.get_logger().setLevel("WARNING")
+
+
+class DataError(RuntimeError):
+    """A data file is missing, corrupt or cannot be downloaded.
+
+    The message names the file, where it should be, the URL(s) to get it from and
+    what to do.
+    """
+
+
+class DataWarning(UserWarning):
+    """A cached data file was found corrupt and is being fetched again."""
+
+
+@dataclass(frozen=True)
+class RegistryEntry:
+    """One file of the registry.
+
+    Attributes
+    ----------
+    name : str
+        Path of the file under the data folder, with ``/`` separators.
+    sha256 : str
+        Its SHA-256 digest, lower-case hex.
+    urls : tuple of str
+        Where to download it: the registry's URL first, then its ``#mirror`` URLs.
+    """
+
+    name: str
+    sha256: str
+    urls: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Registry:
+    """The parsed registry: files (pooch lines plus ``#mirror``) and ``#origin`` URLs."""
+
+    entries: dict[str, RegistryEntry]
+    origins: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def registry_text() -> str:
+    """Return the text of the registry shipped inside the package.
+
+    Returns
+    -------
+    text : str
+        The contents of ``nmfsc/datasets/data_registry.txt``.
+    """
+    resource = importlib.resources.files("nmfsc.datasets").joinpath(REGISTRY_FILE)
+    return resource.read_text(encoding="utf-8")
+
+
+def parse_registry(text: str, base_url: str = "") -> Registry:
+    """Parse a registry in pooch's format, with nmfsc's ``#mirror`` and ``#origin`` lines.
+
+    Parameters
+    ----------
+    text : str
+        Registry text: ``<name> <sha256> [<url>]`` lines (plain SHA-256 hex digests
+        only, not pooch's ``alg:digest`` form), ``#`` comments,
+        ``#mirror <name> <url>`` and ``#origin <dataset> <url>`` lines.
+    base_url : str, default ""
+        URL prefix for entries that name no URL of their own (as in pooch).
+
+    Returns
+    -------
+    registry : Registry
+    """
+    hashes, urls, mirrors, origins = {}, {}, {}, {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if line.startswith(("#mirror ", "#origin ")):
+            words = line.split()
+            if len(words) != 3:
+                raise ValueError(f"registry line {number}: expected '{words[0]} NAME URL': {raw!r}")
+            target = mirrors if words[0] == "#mirror" else origins
+            target.setdefault(words[1], []).append(words[2])
+        elif line and not line.startswith("#"):
+            words = shlex.split(line)  # as pooch reads it
+            if len(words) not in (2, 3):
+                raise ValueError(f"registry line {number}: expected 'NAME SHA256 [URL]': {raw!r}")
+            if not re.fullmatch(r"[0-9a-fA-F]{64}", words[1]):
+                raise ValueError(f"registry line {number}: {words[1]!r} is not a sha256 "
+                                 f"digest (64 hex digits)")
+            hashes[words[0]] = words[1].lower()
+            urls[words[0]] = words[2] if len(words) == 3 else base_url.rstrip("/") + "/" + words[0]
+    unknown = sorted(set(mirrors) - set(hashes))
+    if unknown:
+        raise ValueError(f"registry: '#mirror' lines for files not in the registry: {unknown}")
+    entries = {
+        name: RegistryEntry(name, digest, (urls[name], *mirrors.get(name, ())))
+        for name, digest in hashes.items()
+    }
+    return Registry(entries, {key: tuple(value) for key, value in origins.items()})
+
+
+class _FromURL:
+    """A pooch downloader that fetches a fixed URL (to try the mirrors in turn)."""
+
+    def __init__(self, url: str, progressbar: bool):
+        self.url = url
+        self.progressbar = progressbar
+
+    def __call__(self, url: str, output_file: str, pup: pooch.Pooch) -> None:
+        pooch.HTTPDownloader(progressbar=self.progressbar)(self.url, output_file, pup)
+
+
+class Gate:
+    """A pooch gate: fetch registry files into one data folder, hash-checked.
+
+    Build one with :func:`make_gate`; nmfsc's own is :func:`default_gate`.
+
+    Parameters
+    ----------
+    pup : pooch.Pooch
+        The pooch instance (its path is the data folder).
+    registry : Registry
+        The parsed registry, including mirrors.
+    env : str or None
+        The environment variable that can override the folder (for messages).
+    """
+
+    def __init__(self, pup: pooch.Pooch, registry: Registry, env: str | None = None):
+        self.pooch = pup
+        self.registry = registry
+        self.env = env
+
+    @property
+    def path(self) -> Path:
+        """The data folder (not created until something is downloaded)."""
+        return Path(self.pooch.abspath)
+
+    def entry(self, name: str) -> RegistryEntry:
+        """Return the registry entry of ``name``; raise :class:`DataError` if unknown."""
+        try:
+            return self.registry.entries[name]
+        except KeyError:
+            known = ", ".join(sorted(self.registry.entries))
+            message = f"'{name}' is not in the nmfsc data registry (it has: {known})"
+            raise DataError(message) from None
+
+    def status(self, name: str) -> str:
+        """Say whether ``name`` is in the data folder and intact, without downloading.
+
+        Returns
+        -------
+        status : {"ok", "missing", "corrupt"}
+            ``"corrupt"`` means the file is there but its sha256 is not the registry's.
+        """
+        entry = self.entry(name)
+        target = self.path / name
+        if not target.is_file():
+            return "missing"
+        return "ok" if pooch.file_hash(str(target)) == entry.sha256 else "corrupt"
+
+    def fetch(
+        self,
+        name: str,
+        processor: Callable[[str, str, pooch.Pooch], object] | None = None,
+        progressbar: bool = False,
+    ):
+        """Return the local path of a registry file, downloading it if needed.
+
+        A file already in the data folder with the right sha256 is used as it is, and
+        nothing is written. A file with the wrong sha256 is reported with a
+        :class:`DataWarning` and downloaded again. Every download is checked against the
+        registry hash before it replaces anything.
+
+        Parameters
+        ----------
+        name : str
+            The file's name in the registry.
+        processor : callable or None
+            A pooch processor (e.g. ``pooch.Unzip``), run after the file is verified,
+            with the action pooch would pass (``"download"``, ``"update"`` or ``"fetch"``).
+        progressbar : bool, default False
+            Show a tqdm progress bar on stderr while downloading.
+
+        Returns
+        -------
+        path : str or object
+            The file's absolute path, or what ``processor`` returns.
+
+        Raises
+        ------
+        DataError
+            If the file cannot be downloaded from any of its URLs, or the downloads do
+            not match the registry hash. Nothing invalid is left under its name.
+        """
+        entry = self.entry(name)
+        target = self.path / name
+        action = {"missing": "download", "corrupt": "update", "ok": "fetch"}[self.status(name)]
+        if action == "update":
+            warnings.warn(
+                f"The data file {target} is corrupt: its sha256 does not match the "
+                f"registry ({entry.sha256}). It will be fetched again from {entry.urls[0]}.",
+                DataWarning,
+                stacklevel=2,
+            )
+        if action != "fetch":
+            self._download(entry, target, progressbar, corrupt=action == "update")
+        if processor is None:
+            return str(target)
+        return processor(str(target), action, self.pooch)
+
+    def _download(self, entry: RegistryEntry, target: Path, progressbar: bool, corrupt: bool):
+        import requests  # pooch's own dependency; imported lazily, as pooch does
+
+        failures = []
+        for url in entry.urls:
+            try:
+                self.pooch.fetch(entry.name, downloader=_FromURL(url, progressbar))
+                return
+            except ValueError as error:  # pooch: downloaded file's hash mismatch
+                failures.append(f"{url}\n      the downloaded bytes do not match the registry "
+                                f"sha256, so they were discarded ({_one_line(error)})")
+            except (requests.exceptions.RequestException, OSError) as error:
+                failures.append(f"{url}\n      {type(error).__name__}: {_one_line(error)}")
+        raise DataError(self._failure_message(entry, target, failures, corrupt))
+
+    def _failure_message(self, entry, target, failures, corrupt) -> str:
+        if corrupt:
+            head = (f"The data file {target} is corrupt (its sha256 does not match the "
+                    f"registry) and could not be fetched again. It was not used.")
+        else:
+            head = (f"The data file '{entry.name}' is not in {self.path} and could not be "
+                    f"downloaded.")
+        tried = "\n".join(f"  - {failure}" for failure in failures)
+        where = (f"\nor set {self.env} to a folder that already holds '{entry.name}'"
+                 if self.env else "")
+        return (
+            f"{head}\nTried:\n{tried}\n"
+            f"To install it by hand, download it from one of the URLs above and save it as\n"
+            f"  {target}\n(its sha256 must be {entry.sha256}){where}."
+        )
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())
+
+
+def make_gate(
+    path: str | os.PathLike,
+    base_url: str = "",
+    registry: str | None = None,
+    *,
+    env: str | None = None,
+    retry_if_failed: int = 0,
+) -> Gate:
+    """Build a :class:`Gate` on a data folder.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The data folder (created on the first download).
+    base_url : str, default ""
+        URL prefix for registry entries that name no URL.
+    registry : str or None
+        Registry text in pooch's format (see :func:`parse_registry`); the registry
+        shipped with nmfsc when None.
+    env : str or None
+        Name of an environment variable that, when set, overrides ``path``.
+    retry_if_failed : int, default 0
+        How many times pooch retries a failed download of one URL.
+
+    Returns
+    -------
+    gate : Gate
+    """
+    parsed = parse_registry(registry_text() if registry is None else registry, base_url)
+    pup = pooch.create(
+        path=path,
+        base_url=base_url,
+        env=env,
+        registry={name: entry.sha256 for name, entry in parsed.entries.items()},
+        urls={name: entry.urls[0] for name, entry in parsed.entries.items()},
+        retry_if_failed=retry_if_failed,
+    )
+    return Gate(pup, parsed, env)
+
+
+def default_gate() -> Gate:
+    """Return nmfsc's gate: the OS cache folder, or ``$NMFSC_DATA_DIR`` when it is set.
+
+    Returns
+    -------
+    gate : Gate
+        Rebuilt whenever ``NMFSC_DATA_DIR`` changes.
+    """
+    return _gate_for(os.environ.get(ENV_VAR))
+
+
+@functools.lru_cache(maxsize=4)
+def _gate_for(env_value: str | None) -> Gate:
+    # Every entry of the shipped registry names its own URL, so no base URL is needed.
+    return make_gate(pooch.os_cache("nmfsc"), env=ENV_VAR, retry_if_failed=2)
+
+
+def data_dir() -> Path:
+    """Return the folder nmfsc reads its data from and downloads it to.
+
+    Returns
+    -------
+    path : pathlib.Path
+        ``$NMFSC_DATA_DIR`` when that variable is set, else the OS cache folder for
+        nmfsc (e.g. ``~/.cache/nmfsc`` on Linux). It may not exist yet.
+    """
+    return default_gate().path
+
+
+# --- The data sets: which files, how they are unpacked, and whom to credit ------------
+
+
+@dataclass(frozen=True)
+class Archive:
+    """An archive of the registry and the folder beside it that it is unpacked into.
+
+    Attributes
+    ----------
+    name : str
+        The archive's registry name.
+    extract_dir : str
+        Folder, relative to the data folder, that it is unpacked into.
+    members : tuple of str or None
+        Archive members to unpack (folders unpack everything under them); all if None.
+    """
+
+    name: str
+    extract_dir: str
+    members: tuple[str, ...] | None = None
+
+    def processor(self):
+        """Return a new pooch processor that unpacks it (pooch processors keep state)."""
+        kind = pooch.Unzip if self.name.endswith(".zip") else pooch.Untar
+        members = None if self.members is None else list(self.members)
+        return kind(members=members, extract_dir=self.extract_dir)
+
+
+@dataclass(frozen=True)
+class DataSet:
+    """One real data set: its files, what it is, and how to credit it."""
+
+    key: str
+    title: str
+    files: tuple[str, ...]
+    download_bytes: int
+    description: str
+    credit: str
+    archive: Archive | None = None
+
+
+ORL_ARCHIVE = Archive("att_faces.zip", "orl-faces")
+# The tarball also holds 4548 train/non-face/*.pgm, which are not unpacked. The folder
+# is passed as the member (pooch unpacks everything under it): a list of the 2429 file
+# names would work too, but pooch's check of such a list takes ~1.7 s on every load.
+CBCL_ARCHIVE = Archive("face.train.tar.gz", "cbcl", ("train/face",))
+NATURAL_FILES = tuple(f"natural/sparsenet-trainset/image{k}" for k in range(10))
+
+DATASETS = {
+    "cbcl": DataSet(
+        key="cbcl",
+        title="MIT CBCL Face Database #1, training faces",
+        files=(CBCL_ARCHIVE.name,),
+        download_bytes=2_421_251,
+        description="2429 faces, 19 x 19, 8-bit PGM",
+        credit=(
+            "CBCL Face Database #1, MIT Center For Biological and Computational Learning, "
+            "http://www.ai.mit.edu/projects/cbcl"
+        ),
+        archive=CBCL_ARCHIVE,
+    ),
+    "orl": DataSet(
+        key="orl",
+        title="ORL / AT&T The Database of Faces",
+        files=(ORL_ARCHIVE.name,),
+        download_bytes=3_792_905,
+        description="40 subjects x 10 images, 92 wide x 112 high, 8-bit PGM",
+        credit=(
+            "AT&T Laboratories Cambridge (Olivetti Research Laboratory); F. Samaria and "
+            "A. Harter, Parameterisation of a stochastic model for human face "
+            "identification, 2nd IEEE Workshop on Applications of Computer Vision, 1994"
+        ),
+        archive=ORL_ARCHIVE,
+    ),
+    "natural": DataSet(
+        key="natural",
+        title="Olshausen's whitened natural images (sparsenet)",
+        files=NATURAL_FILES,
+        download_bytes=10 * 512 * 512 * 4,
+        description="10 whitened scenes, 512 x 512, big-endian float32",
+        credit=(
+            "B. A. Olshausen and D. J. Field, Emergence of simple-cell receptive field "
+            "properties by learning a sparse code for natural images, Nature 381, 1996; "
+            "sparsenet, http://www.rctn.org/bruno/sparsenet/"
+        ),
+    ),
+}
+
+
+def fetch_dataset(key: str, gate: Gate | None = None, progressbar: bool = False) -> Path:
+    """Make one data set ready in the data folder and return that folder.
+
+    Parameters
+    ----------
+    key : {"cbcl", "orl", "natural"}
+    gate : Gate or None
+        The gate to use; :func:`default_gate` when None.
+    progressbar : bool, default False
+        Show download progress bars.
+
+    Returns
+    -------
+    folder : pathlib.Path
+        The data folder (archives are unpacked beside themselves).
+    """
+    gate = default_gate() if gate is None else gate
+    dataset = DATASETS[key]
+    for name in dataset.files:
+        archive = dataset.archive
+        processor = archive.processor() if archive and archive.name == name else None
+        gate.fetch(name, processor=processor, progressbar=progressbar)
+    return gate.path
+
+
+def download_all(gate: Gate | None = None, progressbar: bool = False) -> Path:
+    """Download, verify and unpack every data set, for later offline use.
+
+    Files already in the data folder with the right hash are not downloaded again.
+
+    Parameters
+    ----------
+    gate : Gate or None
+        The gate to use; :func:`default_gate` when None.
+    progressbar : bool, default False
+        Show download progress bars.
+
+    Returns
+    -------
+    folder : pathlib.Path
+        The data folder.
+    """
+    gate = default_gate() if gate is None else gate
+    for key in DATASETS:
+        fetch_dataset(key, gate, progressbar)
+    return gate.path
+
+
+def unpacked_mismatches(archive: Archive, gate: Gate | None = None) -> list[str]:
+    """Compare the unpacked files of an archive with the archive, byte for byte.
+
+    The archive itself must already be verified (see :meth:`Gate.status`).
+
+    Parameters
+    ----------
+    archive : Archive
+    gate : Gate or None
+        The gate to use; :func:`default_gate` when None.
+
+    Returns
+    -------
+    problems : list of str
+        One line per unpacked file that is missing or differs; empty when all match.
+    """
+    gate = default_gate() if gate is None else gate
+    folder = gate.path / archive.extract_dir
+    problems = []
+    for member, data in _archive_members(gate.path / archive.name, archive.members):
+        path = folder / member
+        if not path.is_file():
+            problems.append(f"{path}: missing")
+        elif path.read_bytes() != data:
+            problems.append(f"{path}: differs from {archive.name}")
+    return problems
+
+
+def _archive_members(path: Path, members: Sequence[str] | None):
+    """Yield (name, bytes) of the regular files of a zip or tar archive."""
+    import tarfile
+    import zipfile
+
+    def wanted(name):
+        return members is None or any(
+            os.path.normpath(name).startswith(os.path.normpath(m)) for m in members
+        )
+
+    if path.suffix == ".zip":
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                if not info.is_dir() and wanted(info.filename):
+                    yield info.filename, archive.read(info)
+    else:
+        with tarfile.open(path) as archive:
+            for info in archive:
+                if info.isfile() and wanted(info.name):
+                    yield info.name, archive.extractfile(info).read()

@@ -1,0 +1,202 @@
+"""Loaders of the three real data sets: raw images and preprocessed data matrices."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from . import _preprocess
+from ._fetchers import (
+    CBCL_ARCHIVE,
+    NATURAL_FILES,
+    ORL_ARCHIVE,
+    Archive,
+    Gate,
+    default_gate,
+    fetch_dataset,
+)
+from ._readers import read_float32_image, read_images_mat, read_pgms
+
+CBCL_SHAPE = (19, 19)
+"""(height, width) of a CBCL face; ``load_cbcl()[:, j].reshape(CBCL_SHAPE)`` is upright."""
+ORL_FULL_SHAPE = (112, 92)
+"""(height, width) of an ORL face as stored."""
+ORL_SHAPE = (56, 46)
+"""(height, width) of a halved ORL face; ``load_orl()[:, j].reshape(ORL_SHAPE)`` is upright."""
+NATURAL_SHAPE = (512, 512)
+"""(height, width) of one of Olshausen's natural images."""
+
+N_CBCL = 2429
+N_ORL_SUBJECTS, N_ORL_IMAGES = 40, 10
+
+
+def _read_unpacked(gate: Gate | None, key: str, archive: Archive, names: list[str],
+                   shape: tuple[int, int]) -> np.ndarray:
+    """Fetch a data set and read PGM images from the folder its archive unpacks into."""
+    gate = default_gate() if gate is None else gate
+    fetch_dataset(key, gate)
+    folder = gate.path / archive.extract_dir
+    fix = (f"It was unpacked from {archive.name}: delete the folder {folder} and load "
+           f"again to unpack it anew from the hash-checked archive.")
+    return read_pgms([folder / name for name in names], shape, fix)
+
+
+def cbcl_images(*, gate: Gate | None = None) -> np.ndarray:
+    """The 2429 training faces of the MIT CBCL Face Database #1, as stored.
+
+    Parameters
+    ----------
+    gate : Gate or None
+        Where to fetch them from; nmfsc's data folder when None.
+
+    Returns
+    -------
+    images : ndarray of uint8, shape (2429, 19, 19)
+        Grey levels 0..255, upright; image j is ``train/face/face{j+1:05d}.pgm``.
+    """
+    names = [f"train/face/face{j:05d}.pgm" for j in range(1, N_CBCL + 1)]
+    return _read_unpacked(gate, "cbcl", CBCL_ARCHIVE, names, CBCL_SHAPE)
+
+
+def load_cbcl(*, gate: Gate | None = None) -> np.ndarray:
+    """The CBCL faces as a data matrix, with Lee & Seung's preprocessing.
+
+    Each face is flattened row-major into a column, then the whole matrix is
+    preprocessed as ``cbcldata.m`` does: subtract the global mean, divide by the global
+    root mean square, add 0.25, multiply by 0.25, clip to [0, 1], floor at 1e-4.
+
+    Parameters
+    ----------
+    gate : Gate or None
+        Where to fetch the data from; nmfsc's data folder when None.
+
+    Returns
+    -------
+    V : ndarray of float64, shape (361, 2429)
+        Values in [1e-4, 1]; ``V[:, j].reshape(CBCL_SHAPE)`` is face j upright.
+    """
+    return _preprocess.cbcl_preprocess(_preprocess.images_to_columns(cbcl_images(gate=gate)))
+
+
+def orl_images(halved: bool = False, *, gate: Gate | None = None) -> np.ndarray:
+    """The 400 ORL faces, in the order s1/1 ... s1/10, s2/1 ... s40/10.
+
+    Parameters
+    ----------
+    halved : bool, default False
+        If True, halve each image as MATLAB's ``imresize(I, 0.5, 'bilinear')`` does
+        (see :func:`nmfsc.datasets._preprocess.resize_matrix`).
+    gate : Gate or None
+        Where to fetch them from; nmfsc's data folder when None.
+
+    Returns
+    -------
+    images : ndarray, shape (400, 112, 92) of uint8, or (400, 56, 46) of float64
+        Upright grey levels 0..255; image ``10 * (s - 1) + (i - 1)`` is ``s{s}/{i}.pgm``.
+    """
+    names = [f"s{s}/{i}.pgm" for s in range(1, N_ORL_SUBJECTS + 1)
+             for i in range(1, N_ORL_IMAGES + 1)]
+    images = _read_unpacked(gate, "orl", ORL_ARCHIVE, names, ORL_FULL_SHAPE)
+    return _preprocess.imresize_bilinear(images, 0.5) if halved else images
+
+
+def load_orl(*, gate: Gate | None = None) -> np.ndarray:
+    """The ORL faces as a data matrix, halved, with Li et al.'s preprocessing.
+
+    Each face is halved to 46 wide x 56 high by MATLAB's bilinear ``imresize`` with
+    antialiasing (each output pixel a [1, 3, 3, 1] / 8 weighted average of 4 x 4
+    input pixels, edges repeated), flattened row-major into a column, then, as
+    ``orldata.m`` does, per column: minimum subtracted and maximum scaled to 255; the
+    matrix floored at 1e-4 and divided by 10000.
+
+    Parameters
+    ----------
+    gate : Gate or None
+        Where to fetch the data from; nmfsc's data folder when None.
+
+    Returns
+    -------
+    V : ndarray of float64, shape (2576, 400)
+        Values in [1e-8, 0.0255]; ``V[:, j].reshape(ORL_SHAPE)`` is face j upright.
+
+    Notes
+    -----
+    nmfpack ran in 2004 on a MATLAB whose ``imresize`` antialiased differently (old
+    releases documented an 11 x 11 lowpass filter applied before bilinear
+    interpolation), so its pixel values cannot be reproduced exactly; this follows the
+    current MATLAB algorithm.
+    """
+    images = orl_images(halved=True, gate=gate)
+    return _preprocess.orl_preprocess(_preprocess.images_to_columns(images))
+
+
+def natural_images(path: str | Path | None = None, *, gate: Gate | None = None) -> np.ndarray:
+    """Olshausen's ten whitened natural images.
+
+    Parameters
+    ----------
+    path : str, path-like or None
+        A sparsenet ``IMAGES.mat`` to read instead (variable ``IMAGES``, 512 x 512 x 10
+        or 262144 x 10; see :func:`nmfsc.datasets._readers.read_images_mat`). When
+        None, the sparsenet trainset files of the registry are used.
+    gate : Gate or None
+        Where to fetch the trainset from; nmfsc's data folder when None.
+
+    Returns
+    -------
+    images : ndarray of float64, shape (10, 512, 512)
+        Upright, whitened, zero-mean images (values within about [-2, 3] for the
+        trainset).
+    """
+    if path is not None:
+        return read_images_mat(path)
+    gate = default_gate() if gate is None else gate
+    fetch_dataset("natural", gate)
+    return np.stack([read_float32_image(gate.path / name, NATURAL_SHAPE)
+                     for name in NATURAL_FILES])
+
+
+def load_natural(
+    n_patches: int = 10000,
+    patch_size: int = 12,
+    random_state: int | np.random.Generator | None = None,
+    path: str | Path | None = None,
+    *,
+    gate: Gate | None = None,
+) -> np.ndarray:
+    """Natural image patches as ON/OFF channels, as ``natdata.m`` makes them.
+
+    Patches are cut at uniformly random positions of the whitened images (see
+    :func:`nmfsc.datasets._preprocess.sample_patches`: ``n_patches // 10`` from each of
+    the first nine images, the rest from the last; 1000 from each for 10000 patches;
+    at least 4 pixels from the border), flattened row-major, split into
+    ON = max(x, 0) and OFF = max(-x, 0), stacked, floored at 1e-4, and each row divided
+    by its root mean square over the patches.
+
+    Parameters
+    ----------
+    n_patches : int, default 10000
+        Number of patches (columns).
+    patch_size : int, default 12
+        Side of the square patches.
+    random_state : int, numpy.random.Generator or None
+        Seed or generator for the patch positions (``np.random.default_rng``); the same
+        int always gives the same matrix.
+    path : str, path-like or None
+        A sparsenet ``IMAGES.mat`` to use instead of the trainset (see
+        :func:`natural_images`).
+    gate : Gate or None
+        Where to fetch the trainset from; nmfsc's data folder when None.
+
+    Returns
+    -------
+    V : ndarray of float64, shape (2 * patch_size ** 2, n_patches)
+        (288, 10000) by default. Rows ``0 .. patch_size**2 - 1`` are the ON channel,
+        the rest the OFF channel; ``V[:p*p, j].reshape(p, p)`` is patch j's ON
+        channel upright. Every row has unit root mean square.
+    """
+    images = natural_images(path, gate=gate)
+    rng = np.random.default_rng(random_state)
+    X, _ = _preprocess.sample_patches(images, n_patches, patch_size, rng)
+    return _preprocess.on_off(X)

@@ -1,0 +1,231 @@
+"""Preprocessing of the three data sets, as pure functions of numpy arrays.
+
+These follow SPEC.md ("Data sets and their preprocessing") and the original MATLAB
+code of nmfpack 1.1 (``cbcldata.m``, ``orldata.m``, ``natdata.m``,
+``sampleimages.m``). Data matrices hold one sample per column; images are flattened
+row-major (C order), so ``V[:, j].reshape(height, width)`` is the upright image
+(MATLAB's ``reshape`` flattened them column-major instead: the same numbers, with the
+pixels of each column in another order).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FLOOR = 1e-4
+"""The smallest value of every preprocessed matrix (the divergence objective needs no zeros)."""
+
+
+def images_to_columns(images: np.ndarray) -> np.ndarray:
+    """Stack images as the columns of a matrix, each flattened row-major.
+
+    Parameters
+    ----------
+    images : ndarray, shape (n_images, height, width)
+
+    Returns
+    -------
+    X : ndarray of float64, shape (height * width, n_images)
+        ``X[:, j].reshape(height, width)`` is ``images[j]``.
+    """
+    images = np.asarray(images)
+    return images.reshape(images.shape[0], -1).T.astype(np.float64)
+
+
+def cbcl_preprocess(X: np.ndarray) -> np.ndarray:
+    """Lee & Seung's preprocessing of the CBCL faces (``cbcldata.m``).
+
+    Subtract the global mean; divide by the global root mean square of the result;
+    add 0.25; multiply by 0.25; clip to [0, 1]; floor at 1e-4.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n_pixels, n_images)
+        Grey levels, one image per column.
+
+    Returns
+    -------
+    V : ndarray of float64, shape (n_pixels, n_images)
+        Values in [1e-4, 1].
+    """
+    V = np.asarray(X, dtype=np.float64)
+    V = V - V.mean()
+    V = V / np.sqrt(np.mean(V**2))
+    V = (V + 0.25) * 0.25
+    return np.maximum(np.clip(V, 0.0, 1.0), FLOOR)
+
+
+def orl_preprocess(X: np.ndarray) -> np.ndarray:
+    """Li et al.'s per-image preprocessing of the ORL faces (``orldata.m``).
+
+    Per column: subtract its minimum and scale its maximum to 255; then floor the whole
+    matrix at 1e-4 and divide it by 10000.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n_pixels, n_images)
+        Grey levels (after any resizing), one image per column.
+
+    Returns
+    -------
+    V : ndarray of float64, shape (n_pixels, n_images)
+        Values in [1e-8, 0.0255]; each column's maximum is 0.0255.
+
+    Raises
+    ------
+    ValueError
+        If a column is constant (its range cannot be scaled to 255).
+    """
+    V = np.asarray(X, dtype=np.float64)
+    V = V - V.min(axis=0)
+    top = V.max(axis=0)
+    if np.any(top == 0):
+        raise ValueError(f"images {np.flatnonzero(top == 0).tolist()} are constant")
+    V = V * 255.0 / top
+    return np.maximum(V, FLOOR) / 10000.0
+
+
+def _triangle(x: np.ndarray) -> np.ndarray:
+    """MATLAB's bilinear (triangle) kernel: 1 - |x| on [-1, 1], 0 elsewhere."""
+    return np.clip(1.0 - np.abs(x), 0.0, None)
+
+
+def resize_matrix(n_in: int, scale: float) -> np.ndarray:
+    """The linear map of MATLAB's ``imresize(..., scale, 'bilinear')`` along one axis.
+
+    MATLAB (R2007a and later, antialiasing on, the default) maps output pixel u
+    (1-based) to the input coordinate ``x = u / scale + (1 - 1 / scale) / 2`` and weights
+    input pixel j by ``k(x - j)``, where k is the triangle kernel, widened by 1 / scale
+    when shrinking (``k(t) = scale * triangle(scale * t)``). The weights of each output
+    pixel are normalised to sum 1, and input indices beyond the edges are mirrored
+    (``1, 2, ..., n, n, n-1, ...``), which repeats the edge pixel.
+
+    For ``scale = 0.5`` and even ``n_in`` this gives, in 0-based indices,
+    ``out[k] = (in[2k-1] + 3 in[2k] + 3 in[2k+1] + in[2k+2]) / 8``, with ``in[-1]`` read
+    as ``in[0]`` and ``in[n_in]`` as ``in[n_in - 1]``.
+
+    Parameters
+    ----------
+    n_in : int
+        Input length along the axis.
+    scale : float
+        Scale factor (> 0). The output length is ``ceil(scale * n_in)``.
+
+    Returns
+    -------
+    R : ndarray of float64, shape (n_out, n_in)
+        ``R @ x`` resizes a signal x of length n_in.
+    """
+    n_out = int(np.ceil(scale * n_in))
+    kernel_scale = min(scale, 1.0)
+    width = 2.0 / kernel_scale
+    x = np.arange(1, n_out + 1) / scale + 0.5 * (1.0 - 1.0 / scale)
+    left = np.floor(x - width / 2.0)
+    taps = int(np.ceil(width)) + 2
+    index = left[:, None] + np.arange(taps)[None, :]
+    weights = kernel_scale * _triangle(kernel_scale * (x[:, None] - index))
+    weights /= weights.sum(axis=1, keepdims=True)
+    mirror = np.concatenate([np.arange(n_in), np.arange(n_in)[::-1]])
+    index = mirror[(index.astype(np.int64) - 1) % (2 * n_in)]
+    R = np.zeros((n_out, n_in))
+    np.add.at(R, (np.repeat(np.arange(n_out), taps), index.ravel()), weights.ravel())
+    return R
+
+
+def imresize_bilinear(images: np.ndarray, scale: float) -> np.ndarray:
+    """Resize images as MATLAB's ``imresize(I, scale, 'bilinear')`` does for double input.
+
+    Parameters
+    ----------
+    images : ndarray, shape (..., height, width)
+    scale : float
+        Scale factor; the output is ``ceil(scale * height) x ceil(scale * width)``.
+        Shrinking antialiases (see :func:`resize_matrix`).
+
+    Returns
+    -------
+    resized : ndarray of float64, shape (..., ceil(scale * height), ceil(scale * width))
+        Not rounded (nmfpack read the PGMs as double, so MATLAB did not round either).
+    """
+    images = np.asarray(images, dtype=np.float64)
+    rows = resize_matrix(images.shape[-2], scale)
+    cols = resize_matrix(images.shape[-1], scale)
+    return rows @ images @ cols.T
+
+
+def sample_patches(
+    images: np.ndarray,
+    n_patches: int,
+    patch_size: int,
+    rng: np.random.Generator,
+    border: int = 4,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Cut square patches at uniformly random positions, as ``sampleimages.m`` does.
+
+    Image k gives ``n_patches // n_images`` patches, and the last image gives what is
+    left (``n_patches - (n_images - 1) * (n_patches // n_images)``), in image order.
+    For each image, the top rows of its patches are drawn first, then their left
+    columns, each uniform on ``border, ..., size - patch_size - border - 1`` (0-based):
+    MATLAB's ``BUFF + ceil((size - winsize - 2 * BUFF) * rand)`` with BUFF = 4. Patches
+    thus keep 4 pixels from the top and left edges and 5 from the bottom and right.
+
+    Parameters
+    ----------
+    images : ndarray, shape (n_images, height, width)
+    n_patches : int
+        Number of patches (>= n_images).
+    patch_size : int
+        Side of the square patches.
+    rng : numpy.random.Generator
+    border : int, default 4
+        MATLAB's BUFF.
+
+    Returns
+    -------
+    X : ndarray of float64, shape (patch_size ** 2, n_patches)
+        One patch per column, flattened row-major.
+    positions : ndarray of int64, shape (n_patches, 3)
+        (image, top row, left column) of each patch.
+    """
+    n_images, height, width = images.shape
+    if n_patches < n_images:
+        raise ValueError(f"n_patches={n_patches} must be at least the number of images "
+                         f"({n_images})")
+    span = (height - patch_size - 2 * border, width - patch_size - 2 * border)
+    if min(span) < 1:
+        raise ValueError(f"patch_size={patch_size} is too large for {height} x {width} "
+                         f"images with a border of {border}")
+    counts = np.full(n_images, n_patches // n_images)
+    counts[-1] = n_patches - counts[:-1].sum()
+    positions = []
+    for k, count in enumerate(counts):
+        rows = border + rng.integers(0, span[0], size=count)
+        cols = border + rng.integers(0, span[1], size=count)
+        positions.append(np.column_stack([np.full(count, k), rows, cols]))
+    positions = np.concatenate(positions).astype(np.int64)
+    offsets = np.arange(patch_size)
+    r = positions[:, 1, None, None] + offsets[None, :, None]
+    c = positions[:, 2, None, None] + offsets[None, None, :]
+    patches = images[positions[:, 0, None, None], r, c]
+    return patches.reshape(n_patches, -1).T.astype(np.float64), positions
+
+
+def on_off(X: np.ndarray) -> np.ndarray:
+    """Split signed data into ON and OFF channels and normalise them (``natdata.m``).
+
+    ``V = [max(X, 0); max(-X, 0)]``, floored at 1e-4, then each row divided by its root
+    mean square over the samples (columns).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n_features, n_samples)
+
+    Returns
+    -------
+    V : ndarray of float64, shape (2 * n_features, n_samples)
+        Rows ``0 .. n_features - 1`` are the ON channel, the rest the OFF channel, in
+        the same feature order. Every row has unit root mean square.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    V = np.maximum(np.vstack([np.maximum(X, 0.0), np.maximum(-X, 0.0)]), FLOOR)
+    return V / np.sqrt(np.mean(V**2, axis=1, keepdims=True))
