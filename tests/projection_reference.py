@@ -39,10 +39,11 @@ def _spread(dev):
 
 
 def _unit_spread(dev):
-    """Deviations from the mean, re-centred and divided by their largest
-    magnitude (so that their squares cannot underflow)."""
-    dev = dev - dev.mean()
-    return dev / _spread(dev)
+    """Deviations from the mean, divided by their largest magnitude (so that
+    their squares cannot underflow), then re-centred (the rounded mean of
+    subnormal values is not their mean)."""
+    dev = dev / _spread(dev)
+    return dev - dev.mean()
 
 
 def _rho(l1, l2, n):
@@ -66,7 +67,10 @@ def reference_sorted(x, l1, l2):
             continue
         top = ys[:k]
         mean = top.mean()
-        dev = _unit_spread(top - mean)
+        spread = _spread(top - mean)
+        dev0 = (top - mean) / spread
+        shift = dev0.mean()
+        dev = dev0 - shift
         c2 = float(dev @ dev)
         if r2 <= FLAT:
             shape = np.full(k, rho / k)
@@ -80,7 +84,7 @@ def reference_sorted(x, l1, l2):
             # The first excluded entry would not be positive on this support.
             # (With r2 == 0 the support holds a single feasible point and no
             # larger support is feasible at all.)
-            nxt = rho / k + np.sqrt(r2 / c2) * (ys[k] - mean) / _spread(top - mean)
+            nxt = rho / k + np.sqrt(r2 / c2) * ((ys[k] - mean) / spread - shift)
             if nxt > 1e-12:
                 continue
         cand = np.zeros(n)
