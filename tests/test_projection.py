@@ -364,6 +364,29 @@ def test_batch_accepts_non_contiguous_and_float32():
     assert S32.dtype == np.float64
 
 
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("nonneg", [True, False])
+def test_strided_input_is_bit_identical_to_contiguous(method, nonneg):
+    """A column view (strided) and its contiguous copy take differently compiled
+    specializations of the kernel; the results must not depend on it."""
+    rng = np.random.default_rng(11)
+    cases = [np.array([[0.1, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]])]
+    for n in [3, 4, 5, 7, 8, 33, 361]:
+        cases.append(rng.standard_normal((n, 3)))
+        cases.append(np.round(rng.standard_normal((n, 3)), 1))
+    for X in cases:
+        n = X.shape[0]
+        for target in [0.0, 0.3, 0.8, 1.0]:
+            l1 = l1_for_sparseness(target, n)
+            column = X[:, 0]
+            assert not column.flags.c_contiguous
+            got = project(column, l1, 1.0, method=method, nonneg=nonneg)
+            want = project(column.copy(), l1, 1.0, method=method, nonneg=nonneg)
+            np.testing.assert_array_equal(got, want)
+            batch = project_batch(X, l1, 1.0, axis=0, method=method, nonneg=nonneg)
+            np.testing.assert_array_equal(batch[:, 0], want)
+
+
 # --- errors --------------------------------------------------------------------
 
 

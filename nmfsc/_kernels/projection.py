@@ -99,44 +99,92 @@ def _abs_max_and_finite(x):
     return maxabs, True
 
 
-@njit(cache=True, fastmath={"reassoc", "contract"})
+# The reductions below add in a fixed order: four interleaved partial sums
+# (lanes i % 4, for instruction-level parallelism), combined as (0 + 1) + (2 + 3),
+# then the tail in index order. No fastmath: with "reassoc"/"contract" LLVM was
+# free to reorder and fuse (FMA) differently in each compiled specialization, so
+# a strided x (a column view, layout 'A') and its contiguous copy (layout 'C',
+# as the batch path passes it) got moments differing in the last bit, and an
+# entry whose exact shape is 0 came out as +2.8e-17 in one and 0 in the other.
+# The written order makes every build, layout and the inlined copies agree.
+
+
+@njit(cache=True, inline="always")
+def _load(x, i, scale, nonneg):
+    """y_i = scale * x_i (scale * |x_i| for the signed variant)."""
+    v = x[i] if nonneg else abs(x[i])
+    return v * scale
+
+
+@njit(cache=True)
 def _scaled_sum_min_max(x, scale, nonneg):
     """Sum, min and max of y = scale * x (scale * |x| for the signed variant)."""
-    total = 0.0
-    lo = np.inf
-    hi = -np.inf
-    for i in range(x.shape[0]):
-        v = x[i] if nonneg else abs(x[i])
-        v *= scale
+    n = x.shape[0]
+    head = n - n % 4
+    t0 = t1 = t2 = t3 = 0.0
+    lo0 = lo1 = lo2 = lo3 = np.inf
+    hi0 = hi1 = hi2 = hi3 = -np.inf
+    for i in range(0, head, 4):
+        a = _load(x, i, scale, nonneg)
+        b = _load(x, i + 1, scale, nonneg)
+        c = _load(x, i + 2, scale, nonneg)
+        d = _load(x, i + 3, scale, nonneg)
+        t0 += a
+        t1 += b
+        t2 += c
+        t3 += d
+        lo0 = min(lo0, a)
+        lo1 = min(lo1, b)
+        lo2 = min(lo2, c)
+        lo3 = min(lo3, d)
+        hi0 = max(hi0, a)
+        hi1 = max(hi1, b)
+        hi2 = max(hi2, c)
+        hi3 = max(hi3, d)
+    total = (t0 + t1) + (t2 + t3)
+    lo = min(min(lo0, lo1), min(lo2, lo3))
+    hi = max(max(hi0, hi1), max(hi2, hi3))
+    for i in range(head, n):
+        v = _load(x, i, scale, nonneg)
         total += v
         lo = min(lo, v)
         hi = max(hi, v)
     return total, lo, hi
 
 
-@njit(cache=True, fastmath={"reassoc", "contract"})
+@njit(cache=True)
 def _scaled_centred_moments(x, scale, nonneg, mean, sc):
     """sum(e) and sum(e^2), e = (scale * x - mean) * sc (|x| if signed)."""
-    se = 0.0
-    se2 = 0.0
-    for i in range(x.shape[0]):
-        v = x[i] if nonneg else abs(x[i])
-        e = (v * scale - mean) * sc
+    n = x.shape[0]
+    head = n - n % 4
+    s0 = s1 = s2 = s3 = 0.0
+    q0 = q1 = q2 = q3 = 0.0
+    for i in range(0, head, 4):
+        a = (_load(x, i, scale, nonneg) - mean) * sc
+        b = (_load(x, i + 1, scale, nonneg) - mean) * sc
+        c = (_load(x, i + 2, scale, nonneg) - mean) * sc
+        d = (_load(x, i + 3, scale, nonneg) - mean) * sc
+        s0 += a
+        s1 += b
+        s2 += c
+        s3 += d
+        q0 += a * a
+        q1 += b * b
+        q2 += c * c
+        q3 += d * d
+    se = (s0 + s1) + (s2 + s3)
+    se2 = (q0 + q1) + (q2 + q3)
+    for i in range(head, n):
+        e = (_load(x, i, scale, nonneg) - mean) * sc
         se += e
         se2 += e * e
     return se, se2
 
 
-@njit(cache=True, fastmath={"reassoc", "contract"})
+@njit(cache=True)
 def _centred_moments(b, k, mean, sc):
     """sum(e) and sum(e^2), e = (b[:k] - mean) * sc."""
-    se = 0.0
-    se2 = 0.0
-    for i in range(k):
-        e = (b[i] - mean) * sc
-        se += e
-        se2 += e * e
-    return se, se2
+    return _scaled_centred_moments(b[:k], 1.0, True, mean, sc)
 
 
 @njit(cache=True)
