@@ -26,7 +26,8 @@ Two exact methods, both Numba kernels in :mod:`nmfsc._kernels.projection`:
 Both return identical results to rounding wherever the projection is unique.
 Where it is not (ties among the largest entries, e.g. a constant vector, with a
 target sparser than the tie allows), both break the tie by index, favouring
-earlier entries, so results are deterministic.
+earlier entries, so results are deterministic. At sparseness 1 (``l1 == l2``)
+both return ``l2`` at the largest entry and exact zeros elsewhere.
 
 Computation is in float64 whatever the input dtype (float32 input is accepted
 and converted); the results are float64.

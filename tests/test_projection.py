@@ -144,6 +144,30 @@ def test_sparseness_one_keeps_the_largest_entry(method):
 
 
 @pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("nonneg", [True, False])
+def test_sparseness_one_has_exactly_one_nonzero(method, nonneg):
+    """L1 = L2: one non-zero, at the largest entry (earliest on ties), exactly.
+
+    [0.1, 0, 0, 0] used to leave its zeros at 2.8e-17 (the passes' rounding).
+    """
+    rng = np.random.default_rng(12)
+    cases = [np.array([0.1, 0.0, 0.0, 0.0]), np.array([0.0, 0.3, -0.3, 0.3])]
+    for n in [2, 3, 4, 5, 10, 361, 5000]:
+        cases += [rng.standard_normal(n), np.round(rng.standard_normal(n), 1), np.zeros(n)]
+    for x in cases:
+        n = x.size
+        for l2 in [1.0, 0.37, 1e-300, 1e300]:
+            l1 = l1_for_sparseness(1.0, n, l2)
+            s, passes = project(x, l1, l2, method=method, nonneg=nonneg, return_passes=True)
+            y = x if nonneg else np.abs(x)
+            j = int(np.argmax(y))  # the first of the largest
+            expected = np.zeros(n)
+            expected[j] = l2 if nonneg or x[j] >= 0 else -l2
+            np.testing.assert_array_equal(s, expected)
+            assert passes == 1
+
+
+@pytest.mark.parametrize("method", METHODS)
 def test_sparseness_zero_gives_the_flat_vector(method):
     x = np.array([0.2, -1.0, 0.9, 0.3])
     s = project(x, l1_for_sparseness(0.0, 4, 2.0), 2.0, method=method)

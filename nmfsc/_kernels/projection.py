@@ -43,6 +43,12 @@ tied values are replaced by the ramp k-1, k-2, ..., 0 in index order (the limit 
 an infinitesimal perturbation favouring earlier indices), which makes the result
 deterministic and identical for both methods.
 
+Sparseness 1. For rho = 1 (L1 = L2) the only feasible points have a single
+non-zero entry, and the answer is L2 at the largest y (earliest index on ties,
+as the tie-break gives). Both kernels return it directly, in one pass: the
+passes would reach it only up to rounding, leaving entries whose exact shape is
+0 at +1e-17.
+
 Status codes: 0 ok, 1 non-finite input.
 """
 
@@ -508,6 +514,27 @@ def _meets_targets(n, scale, total, lo, hi, se, se2, l1, l2):
 
 
 @njit(cache=True)
+def _single_entry_into(x, nonneg, l2, out):
+    """Sparseness 1 (rho = 1): l2 at the largest y, earliest index on ties.
+
+    L1 = L2 leaves only the vectors with one non-zero entry, and the closest
+    puts it at the largest y. Solved directly rather than by passes, whose
+    rounding can leave entries of exact shape 0 at +1e-17 (e.g. x = [0.1, 0, 0, 0]).
+    Returns 1 (pass).
+    """
+    best = 0
+    top = x[0] if nonneg else abs(x[0])
+    for i in range(x.shape[0]):
+        v = x[i] if nonneg else abs(x[i])
+        out[i] = 0.0
+        if v > top:
+            top = v
+            best = i
+    out[best] = l2
+    return 1
+
+
+@njit(cache=True)
 def project_vector(x, l1, l2, nonneg, method, out, max_filter_passes):
     """Project x onto {s : sum|s| = l1, ||s||_2 = l2} (s >= 0 unless signed).
 
@@ -526,7 +553,9 @@ def project_vector(x, l1, l2, nonneg, method, out, max_filter_passes):
         return STATUS_OK, 1
     rho = l1 / l2
     rho = min(max(rho, 1.0), math.sqrt(n))
-    if method == METHOD_FAST:
+    if rho == 1.0:
+        passes = _single_entry_into(x, nonneg, l2, out)
+    elif method == METHOD_FAST:
         passes = _fast_shape_into(
             x, scale, nonneg, rho, l2, out, max_filter_passes, total, lo, hi, se, se2
         )
