@@ -105,14 +105,38 @@ def _abs_max_and_finite(x):
     return maxabs, True
 
 
-# The reductions below add in a fixed order: four interleaved partial sums
-# (lanes i % 4, for instruction-level parallelism), combined as (0 + 1) + (2 + 3),
-# then the tail in index order. No fastmath: with "reassoc"/"contract" LLVM was
-# free to reorder and fuse (FMA) differently in each compiled specialization, so
-# a strided x (a column view, layout 'A') and its contiguous copy (layout 'C',
-# as the batch path passes it) got moments differing in the last bit, and an
-# entry whose exact shape is 0 came out as +2.8e-17 in one and 0 in the other.
-# The written order makes every build, layout and the inlined copies agree.
+# --- reductions -------------------------------------------------------------------
+#
+# Every sum below is taken in an order written out in the source, so that all
+# compiled specializations (a strided column view and a contiguous row, the
+# serial and the parallel batch build, the copies inlined into callers) round
+# identically: no fastmath. (With fastmath "reassoc"/"contract" LLVM vectorised
+# and fused each specialization its own way, and project() of a column view and
+# project_batch() of the same column differed in the last bit, which moved
+# entries of exact shape 0 to +2.8e-17.)
+#
+# The order: entry i goes to lane i % _LANES of a small scratch array (``lanes``,
+# one row per accumulated quantity); the lanes are combined in index order and
+# the tail (n % _LANES entries) is added last, in index order. The inner loop over
+# the lanes has no dependence between iterations, so LLVM vectorises it as an
+# elementwise map (SIMD) without reassociating anything. The scratch is allocated
+# in the function that uses it: a fresh array is known to alias nothing, which
+# the vectoriser needs (a scratch passed in ran about 1.5x slower). Inputs shorter
+# than _LANES take the tail loop alone and allocate nothing.
+
+_LANES = 64
+_LANE_ROWS = 6
+
+# Pilot-shifted moments (see _centred) are used when they lose at most one bit to
+# cancellation: A^2 / k <= B / 2; otherwise a second pass centres exactly.
+_PILOT_CANCELLATION = 0.5
+
+# Deviations scaled by more than this below the support's unit (sc / sce, see
+# _centred) may have lost their squares to underflow: recentre.
+_MAX_PILOT_RATIO = 2.0**400
+
+# Below this spread, unscaled squares could lose bits to underflow: scale first.
+_MIN_UNSCALED_SPREAD = 2.0**-450
 
 
 @njit(cache=True, inline="always")
@@ -122,90 +146,163 @@ def _load(x, i, scale, nonneg):
     return v * scale
 
 
+@njit(cache=True, inline="always")
+def _shape_at(v, m, t, mean, sc, delta):
+    """s(v): monotone non-decreasing in v (t > 0), as every rounding step is."""
+    return m + t * ((v - mean) * sc - delta)
+
+
 @njit(cache=True)
-def _scaled_sum_min_max(x, scale, nonneg):
-    """Sum, min and max of y = scale * x (scale * |x| for the signed variant)."""
+def _sample_mean(x, scale, nonneg):
+    """Mean of up to 64 evenly strided y: a pilot centre for the moments."""
     n = x.shape[0]
-    head = n - n % 4
-    t0 = t1 = t2 = t3 = 0.0
-    lo0 = lo1 = lo2 = lo3 = np.inf
-    hi0 = hi1 = hi2 = hi3 = -np.inf
-    for i in range(0, head, 4):
-        a = _load(x, i, scale, nonneg)
-        b = _load(x, i + 1, scale, nonneg)
-        c = _load(x, i + 2, scale, nonneg)
-        d = _load(x, i + 3, scale, nonneg)
-        t0 += a
-        t1 += b
-        t2 += c
-        t3 += d
-        lo0 = min(lo0, a)
-        lo1 = min(lo1, b)
-        lo2 = min(lo2, c)
-        lo3 = min(lo3, d)
-        hi0 = max(hi0, a)
-        hi1 = max(hi1, b)
-        hi2 = max(hi2, c)
-        hi3 = max(hi3, d)
-    total = (t0 + t1) + (t2 + t3)
-    lo = min(min(lo0, lo1), min(lo2, lo3))
-    hi = max(max(hi0, hi1), max(hi2, hi3))
-    for i in range(head, n):
+    count = min(n, 64)
+    stride = n // count
+    total = 0.0
+    for j in range(count):
+        total += _load(x, j * stride, scale, nonneg)
+    return total / count
+
+
+@njit(cache=True)
+def _stats_tail(x, start, n, scale, nonneg, c, sce, total, lo, hi, a, b):
+    """Add the entries start..n-1 to the sums of :func:`_stats_pass`, in order."""
+    for i in range(start, n):
         v = _load(x, i, scale, nonneg)
+        e = (v - c) * sce
         total += v
+        a += e
+        b += e * e
         lo = min(lo, v)
         hi = max(hi, v)
-    return total, lo, hi
+    return total, lo, hi, a, b
 
 
 @njit(cache=True)
-def _scaled_centred_moments(x, scale, nonneg, mean, sc):
-    """sum(e) and sum(e^2), e = (scale * x - mean) * sc (|x| if signed)."""
-    n = x.shape[0]
-    head = n - n % 4
-    s0 = s1 = s2 = s3 = 0.0
-    q0 = q1 = q2 = q3 = 0.0
-    for i in range(0, head, 4):
-        a = (_load(x, i, scale, nonneg) - mean) * sc
-        b = (_load(x, i + 1, scale, nonneg) - mean) * sc
-        c = (_load(x, i + 2, scale, nonneg) - mean) * sc
-        d = (_load(x, i + 3, scale, nonneg) - mean) * sc
-        s0 += a
-        s1 += b
-        s2 += c
-        s3 += d
-        q0 += a * a
-        q1 += b * b
-        q2 += c * c
-        q3 += d * d
-    se = (s0 + s1) + (s2 + s3)
-    se2 = (q0 + q1) + (q2 + q3)
-    for i in range(head, n):
-        e = (_load(x, i, scale, nonneg) - mean) * sc
-        se += e
-        se2 += e * e
-    return se, se2
+def _stats_pass(x, n, scale, nonneg, c, sce):
+    """Over y = scale * x[:n]: sum, min, max, and the moments A = sum(e) and
+    B = sum(e^2) of the deviations e = (y - c) * sce from a pilot centre c."""
+    head = n - n % _LANES
+    if head == 0:
+        return _stats_tail(x, 0, n, scale, nonneg, c, sce, 0.0, np.inf, -np.inf, 0.0, 0.0)
+    # (The lane loop must not sit inside a branch: LLVM then leaves it scalar.)
+    lanes = np.empty((_LANE_ROWS, _LANES))
+    s0 = lanes[0]
+    s1 = lanes[1]
+    s2 = lanes[2]
+    mn = lanes[3]
+    mx = lanes[4]
+    for j in range(_LANES):
+        s0[j] = 0.0
+        s1[j] = 0.0
+        s2[j] = 0.0
+        mn[j] = np.inf
+        mx[j] = -np.inf
+    for i in range(0, head, _LANES):
+        for j in range(_LANES):
+            v = _load(x, i + j, scale, nonneg)
+            e = (v - c) * sce
+            s0[j] += v
+            s1[j] += e
+            s2[j] += e * e
+            mn[j] = min(mn[j], v)
+            mx[j] = max(mx[j], v)
+    total = 0.0
+    lo = np.inf
+    hi = -np.inf
+    a = 0.0
+    b = 0.0
+    for j in range(_LANES):
+        total += s0[j]
+        a += s1[j]
+        b += s2[j]
+        lo = min(lo, mn[j])
+        hi = max(hi, mx[j])
+    return _stats_tail(x, head, n, scale, nonneg, c, sce, total, lo, hi, a, b)
 
 
 @njit(cache=True)
-def _centred_moments(b, k, mean, sc):
-    """sum(e) and sum(e^2), e = (b[:k] - mean) * sc."""
-    return _scaled_centred_moments(b[:k], 1.0, True, mean, sc)
+def _select_tail(x, start, n, scale, nonneg, keep_lo, m, t, mean, sc, delta, c, sce, acc):
+    """Add the entries start..n-1 to the sums of :func:`_select_pass`, in order."""
+    count, total, lo, hi, a, b = acc
+    for i in range(start, n):
+        v = _load(x, i, scale, nonneg)
+        if (v >= keep_lo) & (_shape_at(v, m, t, mean, sc, delta) > 0.0):
+            e = (v - c) * sce
+            count += 1.0
+            total += v
+            a += e
+            b += e * e
+            lo = min(lo, v)
+            hi = max(hi, v)
+    return int(count), total, lo, hi, a, b
 
 
 @njit(cache=True)
-def _step(k, rho, total, lo, hi, se, se2):
-    """Parameters of s(v) = m + t * ((v - mean) * sc - delta) on a support of k.
+def _select_pass(x, n, scale, nonneg, keep_lo, m, t, mean, sc, delta, c, sce):
+    """The y = scale * x[:n] that a step keeps: y >= keep_lo and s(y) > 0.
 
-    ``se``, ``se2`` are the moments of (v - mean) * sc with mean = total / k and
-    sc = 2**-e of (hi - lo) (:func:`_mean_and_unit`).
+    Branch-free, nothing moved. Returns their count, sum, min, max, and the
+    moments A, B of e = (y - c) * sce as in :func:`_stats_pass`. With m = 1,
+    t = 0 (s = 1) it selects the upper set y >= keep_lo.
     """
-    m = rho / k
-    r2 = 1.0 - rho * rho / k
-    mean, sc = _mean_and_unit(k, total, lo, hi)
-    delta = se / k
-    t = math.sqrt(r2 / (se2 - delta * se))
-    return m, t, mean, sc, delta
+    head = n - n % _LANES
+    if head == 0:
+        acc = (0.0, 0.0, np.inf, -np.inf, 0.0, 0.0)
+        return _select_tail(x, 0, n, scale, nonneg, keep_lo, m, t, mean, sc, delta, c, sce, acc)
+    lanes = np.empty((_LANE_ROWS, _LANES))
+    cn = lanes[0]
+    s0 = lanes[1]
+    s1 = lanes[2]
+    s2 = lanes[3]
+    mn = lanes[4]
+    mx = lanes[5]
+    for j in range(_LANES):
+        cn[j] = 0.0
+        s0[j] = 0.0
+        s1[j] = 0.0
+        s2[j] = 0.0
+        mn[j] = np.inf
+        mx[j] = -np.inf
+    for i in range(0, head, _LANES):
+        for j in range(_LANES):
+            v = _load(x, i + j, scale, nonneg)
+            keep = (v >= keep_lo) & (_shape_at(v, m, t, mean, sc, delta) > 0.0)
+            e = (v - c) * sce
+            cn[j] += 1.0 if keep else 0.0
+            s0[j] += v if keep else 0.0
+            s1[j] += e if keep else 0.0
+            s2[j] += e * e if keep else 0.0
+            mn[j] = min(mn[j], v if keep else np.inf)
+            mx[j] = max(mx[j], v if keep else -np.inf)
+    count = 0.0
+    total = 0.0
+    lo = np.inf
+    hi = -np.inf
+    a = 0.0
+    b = 0.0
+    for j in range(_LANES):
+        count += cn[j]
+        total += s0[j]
+        a += s1[j]
+        b += s2[j]
+        lo = min(lo, mn[j])
+        hi = max(hi, mx[j])
+    acc = (count, total, lo, hi, a, b)
+    return _select_tail(x, head, n, scale, nonneg, keep_lo, m, t, mean, sc, delta, c, sce, acc)
+
+
+@njit(cache=True)
+def _compact(x, n, scale, nonneg, keep_lo, m, t, mean, sc, delta, buf):
+    """Copy the kept y (as in :func:`_select_pass`) to buf, order kept; return
+    their count. ``buf`` may be ``x`` itself (the writes trail the reads)."""
+    k = 0
+    for i in range(n):
+        v = _load(x, i, scale, nonneg)
+        keep = (v >= keep_lo) & (_shape_at(v, m, t, mean, sc, delta) > 0.0)
+        buf[k] = v
+        k += 1 if keep else 0
+    return k
 
 
 @njit(cache=True)
@@ -214,114 +311,248 @@ def _mean_and_unit(k, total, lo, hi):
 
 
 @njit(cache=True)
-def _shape_at(v, m, t, mean, sc, delta):
-    """s(v): monotone non-decreasing in v (t > 0), as every rounding step is."""
-    return m + t * ((v - mean) * sc - delta)
+def _centred(k, total, lo, hi, c, a, b, sce):
+    """(delta, c2, ok) of a support from the moments A, B of (y - c) * sce.
+
+    With mean = total / k (rounded) and sc = 2**-e of hi - lo, the step needs
+    delta = (mean_exact - mean) * sc and c2 = sum(((y - mean_exact) * sc)^2); with
+    r = sc / sce (a power of two),
+
+        delta = (c - mean) * sc + (A / k) * r,    c2 = (B - A^2 / k) * r^2.
+
+    ``ok`` is False when that is not accurate: B - A^2 / k cancels more than one
+    bit (c far from the mean for the spread), or the deviations were scaled so
+    far below the spread (r > 2**400) that their squares may have underflowed.
+    Recentring at c = mean with sce = sc is then the plain two-pass formula
+    (r = 1), which is always ok.
+    """
+    if lo == hi:
+        return 0.0, 0.0, True
+    mean, sc = _mean_and_unit(k, total, lo, hi)
+    r = sc / sce
+    am = a / k
+    delta = (c - mean) * sc + am * r
+    c2 = ((b - a * am) * r) * r
+    ok = (b > 0.0) & (a * am <= _PILOT_CANCELLATION * b) & (r <= _MAX_PILOT_RATIO)
+    return delta, c2, ok
+
+
+# --- the step ---------------------------------------------------------------------
 
 
 @njit(cache=True)
-def _hoyer_shape(y, rho, out):
-    """The paper's algorithm on y (already scaled), targets (rho, 1).
+def _step(k, rho, total, lo, hi, delta, c2):
+    """Parameters of s(v) = m + t * ((v - mean) * sc - delta) on a support of k.
+
+    ``delta`` and ``c2`` as returned by :func:`_centred`.
+    """
+    m = rho / k
+    r2 = 1.0 - rho * rho / k
+    mean, sc = _mean_and_unit(k, total, lo, hi)
+    t = math.sqrt(r2 / c2)
+    return m, t, mean, sc, delta
+
+
+# --- the paper's algorithm ----------------------------------------------------------
+
+
+@njit(cache=True)
+def _masked_stats_tail(vals, mask, start, count, total, lo, hi):
+    for i in range(start, vals.shape[0]):
+        if mask[i]:
+            v = vals[i]
+            count += 1.0
+            total += v
+            lo = min(lo, v)
+            hi = max(hi, v)
+    return int(count), total, lo, hi
+
+
+@njit(cache=True)
+def _masked_stats(vals, mask):
+    """Count, sum, min and max of vals[mask]."""
+    n = vals.shape[0]
+    head = n - n % _LANES
+    if head == 0:
+        return _masked_stats_tail(vals, mask, 0, 0.0, 0.0, np.inf, -np.inf)
+    lanes = np.empty((_LANE_ROWS, _LANES))
+    cn = lanes[0]
+    s0 = lanes[1]
+    mn = lanes[2]
+    mx = lanes[3]
+    for j in range(_LANES):
+        cn[j] = 0.0
+        s0[j] = 0.0
+        mn[j] = np.inf
+        mx[j] = -np.inf
+    for i in range(0, head, _LANES):
+        for j in range(_LANES):
+            v = vals[i + j]
+            keep = mask[i + j]
+            cn[j] += 1.0 if keep else 0.0
+            s0[j] += v if keep else 0.0
+            mn[j] = min(mn[j], v if keep else np.inf)
+            mx[j] = max(mx[j], v if keep else -np.inf)
+    count = 0.0
+    total = 0.0
+    lo = np.inf
+    hi = -np.inf
+    for j in range(_LANES):
+        count += cn[j]
+        total += s0[j]
+        lo = min(lo, mn[j])
+        hi = max(hi, mx[j])
+    return _masked_stats_tail(vals, mask, head, count, total, lo, hi)
+
+
+@njit(cache=True)
+def _masked_moments_tail(vals, mask, mean, sc, start, se, se2):
+    for i in range(start, vals.shape[0]):
+        if mask[i]:
+            e = (vals[i] - mean) * sc
+            se += e
+            se2 += e * e
+    return se, se2
+
+
+@njit(cache=True)
+def _masked_moments(vals, mask, mean, sc):
+    """sum(e) and sum(e^2) over the mask, e = (vals - mean) * sc."""
+    n = vals.shape[0]
+    head = n - n % _LANES
+    if head == 0:
+        return _masked_moments_tail(vals, mask, mean, sc, 0, 0.0, 0.0)
+    lanes = np.empty((_LANE_ROWS, _LANES))
+    s1 = lanes[0]
+    s2 = lanes[1]
+    for j in range(_LANES):
+        s1[j] = 0.0
+        s2[j] = 0.0
+    for i in range(0, head, _LANES):
+        for j in range(_LANES):
+            e = (vals[i + j] - mean) * sc
+            keep = mask[i + j]
+            s1[j] += e if keep else 0.0
+            s2[j] += e * e if keep else 0.0
+    se = 0.0
+    se2 = 0.0
+    for j in range(_LANES):
+        se += s1[j]
+        se2 += s2[j]
+    return _masked_moments_tail(vals, mask, mean, sc, head, se, se2)
+
+
+@njit(cache=True)
+def _hoyer_pass_tail(vals, mask, m, t, mean, sc, delta, out, start, acc):
+    negatives, count, total, lo, hi = acc
+    for i in range(start, vals.shape[0]):
+        v = vals[i]
+        inside = mask[i]
+        s = _shape_at(v, m, t, mean, sc, delta)
+        out[i] = s if inside else 0.0
+        negatives += 1.0 if inside & (s < 0.0) else 0.0
+        keep = inside & (s > 0.0)
+        mask[i] = keep
+        if keep:
+            count += 1.0
+            total += v
+            lo = min(lo, v)
+            hi = max(hi, v)
+    return negatives > 0.0, int(count), total, lo, hi
+
+
+@njit(cache=True)
+def _hoyer_pass(vals, mask, m, t, mean, sc, delta, out):
+    """One step of the paper on the support ``mask``: out = s there, 0 elsewhere.
+
+    Also drops the entries with s <= 0 from the mask (which the caller only uses
+    if some s < 0) and returns (any s < 0, count, sum, min, max of what is left).
+    """
+    n = vals.shape[0]
+    head = n - n % _LANES
+    if head == 0:
+        acc = (0.0, 0.0, 0.0, np.inf, -np.inf)
+        return _hoyer_pass_tail(vals, mask, m, t, mean, sc, delta, out, 0, acc)
+    lanes = np.empty((_LANE_ROWS, _LANES))
+    ng = lanes[0]
+    cn = lanes[1]
+    s0 = lanes[2]
+    mn = lanes[3]
+    mx = lanes[4]
+    for j in range(_LANES):
+        ng[j] = 0.0
+        cn[j] = 0.0
+        s0[j] = 0.0
+        mn[j] = np.inf
+        mx[j] = -np.inf
+    for i in range(0, head, _LANES):
+        for j in range(_LANES):
+            v = vals[i + j]
+            inside = mask[i + j]
+            s = _shape_at(v, m, t, mean, sc, delta)
+            out[i + j] = s if inside else 0.0
+            ng[j] += 1.0 if inside & (s < 0.0) else 0.0
+            keep = inside & (s > 0.0)
+            mask[i + j] = keep
+            cn[j] += 1.0 if keep else 0.0
+            s0[j] += v if keep else 0.0
+            mn[j] = min(mn[j], v if keep else np.inf)
+            mx[j] = max(mx[j], v if keep else -np.inf)
+    negatives = 0.0
+    count = 0.0
+    total = 0.0
+    lo = np.inf
+    hi = -np.inf
+    for j in range(_LANES):
+        negatives += ng[j]
+        count += cn[j]
+        total += s0[j]
+        lo = min(lo, mn[j])
+        hi = max(hi, mx[j])
+    acc = (negatives, count, total, lo, hi)
+    return _hoyer_pass_tail(vals, mask, m, t, mean, sc, delta, out, head, acc)
+
+
+@njit(cache=True)
+def _hoyer_shape(vals, rho, out):
+    """The paper's algorithm on y = ``vals`` (already scaled, overwritten by the
+    tie-break), targets (rho, 1): every pass runs over all n entries.
 
     Writes the shape into ``out`` and returns the number of passes.
     """
-    n = y.shape[0]
-    vals = y.copy()
-    in_support = np.ones(n, dtype=np.bool_)
-    k = n
+    n = vals.shape[0]
+    mask = np.ones(n, dtype=np.bool_)
+    k, total, lo, hi = _masked_stats(vals, mask)
     passes = 0
     while True:
-        total = 0.0
-        lo = np.inf
-        hi = -np.inf
-        for i in range(n):
-            if in_support[i]:
-                v = vals[i]
-                total += v
-                lo = min(lo, v)
-                hi = max(hi, v)
         m = rho / k
         r2 = 1.0 - rho * rho / k
         if r2 <= _R2_FLAT or k == 1:
             # Only the flat vector m * 1 has the targets on this support.
             passes += 1
             for i in range(n):
-                out[i] = m if in_support[i] else 0.0
+                out[i] = m if mask[i] else 0.0
             return passes
         if lo == hi:
             # All tied but a sparser vector is asked for: break the tie by index.
             j = k - 1
             for i in range(n):
-                if in_support[i]:
+                if mask[i]:
                     vals[i] = float(j)
                     j -= 1
+            k, total, lo, hi = _masked_stats(vals, mask)
             continue
         mean, sc = _mean_and_unit(k, total, lo, hi)
-        se = 0.0
-        se2 = 0.0
-        for i in range(n):
-            if in_support[i]:
-                e = (vals[i] - mean) * sc
-                se += e
-                se2 += e * e
-        m, t, mean, sc, delta = _step(k, rho, total, lo, hi, se, se2)
+        se, se2 = _masked_moments(vals, mask, mean, sc)
+        delta = se / k
+        m, t, mean, sc, delta = _step(k, rho, total, lo, hi, delta, se2 - delta * se)
         passes += 1
-        any_negative = False
-        for i in range(n):
-            if in_support[i]:
-                v = _shape_at(vals[i], m, t, mean, sc, delta)
-                out[i] = v
-                if v < 0.0:
-                    any_negative = True
-            else:
-                out[i] = 0.0
-        if not any_negative:
+        negative, k, total, lo, hi = _hoyer_pass(vals, mask, m, t, mean, sc, delta, out)
+        if not negative:
             return passes
-        for i in range(n):
-            if in_support[i] and out[i] <= 0.0:
-                in_support[i] = False
-                out[i] = 0.0
-                k -= 1
 
 
-@njit(cache=True)
-def _filter_input(x, scale, nonneg, m, t, mean, sc, delta, buf):
-    """Copy the y = scale * x with s(y) > 0 into buf (order kept, branch-free).
-
-    Returns (count, sum, min, max) of what was kept.
-    """
-    k = 0
-    total = 0.0
-    lo = np.inf
-    hi = -np.inf
-    for i in range(x.shape[0]):
-        v = x[i] if nonneg else abs(x[i])
-        v *= scale
-        keep = _shape_at(v, m, t, mean, sc, delta) > 0.0
-        buf[k] = v
-        k += 1 if keep else 0
-        total += v if keep else 0.0
-        lo = min(lo, v if keep else np.inf)
-        hi = max(hi, v if keep else -np.inf)
-    return k, total, lo, hi
-
-
-@njit(cache=True)
-def _filter_buffer(b, k, m, t, mean, sc, delta):
-    """Keep b[i] with s(b[i]) > 0 (in place, order kept); return (k, sum, min, max)."""
-    j = 0
-    total = 0.0
-    lo = np.inf
-    hi = -np.inf
-    for i in range(k):
-        v = b[i]
-        keep = _shape_at(v, m, t, mean, sc, delta) > 0.0
-        b[j] = v
-        j += 1 if keep else 0
-        total += v if keep else 0.0
-        lo = min(lo, v if keep else np.inf)
-        hi = max(hi, v if keep else -np.inf)
-    return j, total, lo, hi
+# --- the fast method ---------------------------------------------------------------
 
 
 @njit(cache=True)
@@ -389,55 +620,32 @@ def _sorted_passes(b, k, rho, m, t, mean, sc, delta):
 
 
 @njit(cache=True)
-def _sum_min_max(b, k):
-    total = 0.0
-    lo = np.inf
-    hi = -np.inf
-    for i in range(k):
-        v = b[i]
-        total += v
-        lo = min(lo, v)
-        hi = max(hi, v)
-    return total, lo, hi
-
-
-@njit(cache=True)
-def _fast_shape_into(x, scale, nonneg, rho, l2, out, max_filter_passes, total, lo, hi, se, se2):
+def _fast_shape_into(x, scale, nonneg, rho, l2, out, max_filter_passes, total, lo, hi, delta, c2):
     """Fast exact projection of x (unscaled) into out.
 
-    ``total``, ``lo``, ``hi``, ``se`` and ``se2`` describe the scaled input (see
-    :func:`project_vector`). Support finding as in the paper (entries with
-    s_i <= 0 leave the support), but on a compacted buffer of survivors (``out``
-    itself, overwritten at the end), so a pass costs O(|support|) instead of
-    O(n); after ``max_filter_passes`` passes the rest is sorted and finished
-    with prefix sums (O(k log k)), which bounds the worst case by O(n log n).
-    Returns the number of passes, or -1 when the support is all tied (the
-    caller then falls back to the index tie-break of the paper's kernel).
+    ``total``, ``lo``, ``hi``, ``delta`` and ``c2`` describe the scaled input
+    (see :func:`_scaled_stats`). The passes are the paper's (entries with
+    s_i <= 0 leave the support, which stays an upper set ``y >= lo``), but a
+    pass only reads what can still be in the support: while the support is more
+    than half of the entries read, the next one is found by a branch-free,
+    vectorised pass that moves nothing (:func:`_select_pass`); once it is at most
+    half, the survivors are compacted into ``out`` (then overwritten by the
+    result) and later passes read only them. After ``max_filter_passes`` passes
+    the rest is sorted and finished with prefix sums (O(k log k)), which bounds
+    the worst case by O(n log n). Returns the number of passes, or -1 when the
+    support is all tied (the caller then falls back to the index tie-break of the
+    paper's kernel).
     """
     n = x.shape[0]
-    m = rho / n
-    r2 = 1.0 - rho * rho / n
-    if r2 <= _R2_FLAT or n == 1:
-        for i in range(n):
-            out[i] = l2 * m
-        return 1
-    if lo == hi:
-        return -1
-    m, t, mean, sc, delta = _step(n, rho, total, lo, hi, se, se2)
-    passes = 1
-    if _shape_at(lo, m, t, mean, sc, delta) >= 0.0:
-        # Full support: one sphere step, as the paper's first pass.
-        for i in range(n):
-            v = x[i] if nonneg else abs(x[i])
-            out[i] = l2 * max(_shape_at(v * scale, m, t, mean, sc, delta), 0.0)
-        return passes
-    buf = out
-    k, total, lo, hi = _filter_input(x, scale, nonneg, m, t, mean, sc, delta, buf)
+    k = n  # size of the current support, {y >= lo}
+    kb = -1  # -1: the support is read from x; else from out[:kb], which holds it
+    passes = 0
     sorted_once = False
     while True:
         m = rho / k
         r2 = 1.0 - rho * rho / k
         if r2 <= _R2_FLAT or k == 1:
+            # Only the flat vector m * 1 has the targets on this support.
             t = 0.0
             mean = 0.0
             sc = 1.0
@@ -446,23 +654,52 @@ def _fast_shape_into(x, scale, nonneg, rho, l2, out, max_filter_passes, total, l
             break
         if lo == hi:
             return -1
-        mean, sc = _mean_and_unit(k, total, lo, hi)
-        se, se2 = _centred_moments(buf, k, mean, sc)
-        m, t, mean, sc, delta = _step(k, rho, total, lo, hi, se, se2)
+        m, t, mean, sc, delta = _step(k, rho, total, lo, hi, delta, c2)
         passes += 1
         if _shape_at(lo, m, t, mean, sc, delta) >= 0.0:
             break
+        c = mean  # pilot centre and unit of the next support's moments
+        sce = sc
         if passes > max_filter_passes and not sorted_once:
             sorted_once = True
-            k, extra = _sorted_passes(buf, k, rho, m, t, mean, sc, delta)
+            # Sort the support itself: compact exactly {y >= lo} into out[:k].
+            if kb < 0:
+                kb = _compact(x, n, scale, nonneg, lo, 1.0, 0.0, 0.0, 1.0, 0.0, out)
+            elif kb > k:
+                kb = _compact(out, kb, 1.0, True, lo, 1.0, 0.0, 0.0, 1.0, 0.0, out)
+            k, extra = _sorted_passes(out, k, rho, m, t, mean, sc, delta)
             passes += extra
-            total, lo, hi = _sum_min_max(buf, k)
-            continue
-        k, total, lo, hi = _filter_buffer(buf, k, m, t, mean, sc, delta)
+            kb = k
+            c = out[k // 2]
+            total, lo, hi, a, b = _stats_pass(out, k, 1.0, True, c, sce)
+        elif kb < 0 and 2 * k <= n:
+            kb = _compact(x, n, scale, nonneg, lo, m, t, mean, sc, delta, out)
+            k = kb
+            total, lo, hi, a, b = _stats_pass(out, k, 1.0, True, c, sce)
+        elif kb < 0:
+            k, total, lo, hi, a, b = _select_pass(
+                x, n, scale, nonneg, lo, m, t, mean, sc, delta, c, sce
+            )
+        elif 2 * k <= kb:
+            kb = _compact(out, kb, 1.0, True, lo, m, t, mean, sc, delta, out)
+            k = kb
+            total, lo, hi, a, b = _stats_pass(out, k, 1.0, True, c, sce)
+        else:
+            k, total, lo, hi, a, b = _select_pass(
+                out, kb, 1.0, True, lo, m, t, mean, sc, delta, c, sce
+            )
+        delta, c2, ok = _centred(k, total, lo, hi, c, a, b, sce)
+        if not ok:
+            # Two-pass moments: centred at the rounded mean, in units of the spread.
+            c, sce = _mean_and_unit(k, total, lo, hi)
+            if kb < 0:
+                a, b = _select_pass(x, n, scale, nonneg, lo, 1.0, 0.0, 0.0, 1.0, 0.0, c, sce)[4:]
+            else:
+                a, b = _select_pass(out, kb, 1.0, True, lo, 1.0, 0.0, 0.0, 1.0, 0.0, c, sce)[4:]
+            delta, c2, ok = _centred(k, total, lo, hi, c, a, b, sce)
     # The support is an upper set of y: exactly the y >= lo.
     for i in range(n):
-        v = x[i] if nonneg else abs(x[i])
-        v *= scale
+        v = _load(x, i, scale, nonneg)
         s = l2 * max(_shape_at(v, m, t, mean, sc, delta), 0.0)
         out[i] = s if v >= lo else 0.0
     return passes
@@ -471,34 +708,49 @@ def _fast_shape_into(x, scale, nonneg, rho, l2, out, max_filter_passes, total, l
 @njit(cache=True)
 def _scaled_stats(x, nonneg):
     """Scale, sum, min, max and centred moments of y = scale * x (or of
-    scale * |x| for the signed variant), in two passes (three if the raw sum
-    overflows).
+    scale * |x| for the signed variant), usually in one pass.
 
-    Returns (finite, scale, total, lo, hi, se, se2); se and se2 are the moments
-    of (y - total / n) * sc (see :func:`_step`), 0 when lo == hi.
+    The moments are taken about a pilot centre (the mean of 64 strided entries)
+    in the same pass as the sum; a second pass is needed only if the raw sum or
+    squares overflow, the spread is small enough for squares to underflow, or
+    the pilot was too far from the mean (:func:`_centred`).
+
+    Returns (finite, scale, total, lo, hi, delta, c2); delta and c2 as in
+    :func:`_centred`, 0 when lo == hi.
     """
     n = x.shape[0]
-    total, lo, hi = _scaled_sum_min_max(x, 1.0, nonneg)
-    if math.isfinite(total):
+    c = _sample_mean(x, 1.0, nonneg)
+    total, lo, hi, a, b = np.inf, 0.0, 0.0, 0.0, 0.0
+    if math.isfinite(c):
+        total, lo, hi, a, b = _stats_pass(x, n, 1.0, nonneg, c, 1.0)
+    if math.isfinite(total) and math.isfinite(b) and (lo == hi or hi - lo >= _MIN_UNSCALED_SPREAD):
         scale = _power_of_two_scale(max(abs(lo), abs(hi)))
         total *= scale
         lo *= scale
         hi *= scale
+        c *= scale
+        a *= scale
+        b = (b * scale) * scale
     else:
-        maxabs, finite = _abs_max_and_finite(x)
-        if not finite:
-            return False, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0
-        scale = _power_of_two_scale(maxabs)
-        total, lo, hi = _scaled_sum_min_max(x, scale, nonneg)
-    if lo == hi:
-        return True, scale, total, lo, hi, 0.0, 0.0
-    mean, sc = _mean_and_unit(n, total, lo, hi)
-    se, se2 = _scaled_centred_moments(x, scale, nonneg, mean, sc)
-    return True, scale, total, lo, hi, se, se2
+        if math.isfinite(total):
+            scale = _power_of_two_scale(max(abs(lo), abs(hi)))
+        else:
+            maxabs, finite = _abs_max_and_finite(x)
+            if not finite:
+                return False, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0
+            scale = _power_of_two_scale(maxabs)
+        c = _sample_mean(x, scale, nonneg)
+        total, lo, hi, a, b = _stats_pass(x, n, scale, nonneg, c, 1.0)
+    delta, c2, ok = _centred(n, total, lo, hi, c, a, b, 1.0)
+    if not ok:
+        c, sce = _mean_and_unit(n, total, lo, hi)
+        a, b = _stats_pass(x, n, scale, nonneg, c, sce)[3:]
+        delta, c2, ok = _centred(n, total, lo, hi, c, a, b, sce)
+    return True, scale, total, lo, hi, delta, c2
 
 
 @njit(cache=True)
-def _meets_targets(n, scale, total, lo, hi, se, se2, l1, l2):
+def _meets_targets(n, scale, total, lo, hi, delta, c2, l1, l2):
     """Whether y / scale is non-negative with sum l1 and norm l2 (to 1e-13)."""
     if lo < 0.0:
         return False
@@ -506,7 +758,8 @@ def _meets_targets(n, scale, total, lo, hi, se, se2, l1, l2):
         sumsq = n * lo * lo
     else:
         mean, sc = _mean_and_unit(n, total, lo, hi)
-        sumsq = n * mean * mean + (2.0 * mean * se + se2 / sc) / sc
+        exact_mean = mean + delta / sc
+        sumsq = n * exact_mean * exact_mean + c2 / sc / sc
     # Compare unscaled: a quotient that overflows is simply unequal.
     raw_total = total / scale
     raw_norm = math.sqrt(sumsq) / scale
@@ -541,13 +794,13 @@ def project_vector(x, l1, l2, nonneg, method, out, max_filter_passes):
     ``l1`` must already lie in [l2, sqrt(n) * l2] and l2 > 0 (the caller
     validates). Writes into ``out`` (which must not alias x) and returns
     (status, passes). Input that already meets the targets (to 1e-13 relative)
-    is copied unchanged, in one pass.
+    is copied unchanged.
     """
     n = x.shape[0]
-    finite, scale, total, lo, hi, se, se2 = _scaled_stats(x, nonneg)
+    finite, scale, total, lo, hi, delta, c2 = _scaled_stats(x, nonneg)
     if not finite:
         return STATUS_NONFINITE, 0
-    if _meets_targets(n, scale, total, lo, hi, se, se2, l1, l2):
+    if _meets_targets(n, scale, total, lo, hi, delta, c2, l1, l2):
         for i in range(n):
             out[i] = x[i]
         return STATUS_OK, 1
@@ -557,14 +810,14 @@ def project_vector(x, l1, l2, nonneg, method, out, max_filter_passes):
         passes = _single_entry_into(x, nonneg, l2, out)
     elif method == METHOD_FAST:
         passes = _fast_shape_into(
-            x, scale, nonneg, rho, l2, out, max_filter_passes, total, lo, hi, se, se2
+            x, scale, nonneg, rho, l2, out, max_filter_passes, total, lo, hi, delta, c2
         )
     else:
         passes = -1
     if passes < 0:
         y = np.empty(n)
         for i in range(n):
-            y[i] = (x[i] if nonneg else abs(x[i])) * scale
+            y[i] = _load(x, i, scale, nonneg)
         passes = _hoyer_shape(y, rho, out)
         for i in range(n):
             out[i] *= l2
