@@ -116,15 +116,14 @@ def _abs_max_and_finite(x):
 # entries of exact shape 0 to +2.8e-17.)
 #
 # The order: entry i goes to lane i % _LANES of a small scratch array (``lanes``,
-# one row per accumulated quantity); the lanes are combined in index order and
-# the tail (n % _LANES entries) is added last, in index order. The inner loop over
+# one row per accumulated quantity); the lanes are combined by a fixed tree
+# (_fold_sum) and the tail (n % _LANES entries) is added last, in index order. The inner loop over
 # the lanes has no dependence between iterations, so LLVM vectorises it as an
-# elementwise map (SIMD) without reassociating anything. The scratch is allocated
-# in the function that uses it: a fresh array is known to alias nothing, which
-# the vectoriser needs (a scratch passed in ran about 1.5x slower). Inputs shorter
-# than _LANES take the tail loop alone and allocate nothing.
+# elementwise map (SIMD) without reassociating anything. One scratch serves a
+# whole projection (allocating it per pass cost 0.15 us a pass at n = 1000).
+# Inputs shorter than _LANES take the tail loop alone.
 
-_LANES = 64
+_LANES = 64  # the folds below assume 64
 _LANE_ROWS = 6
 
 # Block length of the two-step compaction (decide, then move).
@@ -142,16 +141,45 @@ _MAX_PILOT_RATIO = 2.0**400
 _MIN_UNSCALED_SPREAD = 2.0**-450
 
 
-@njit(cache=True, inline="always")
-def _lane_scratch():
-    """Fresh (_LANE_ROWS, _LANES) scratch, 64-byte aligned.
+@njit(cache=True)
+def _lane_scratch(n):
+    """The (_LANE_ROWS, _LANES) scratch of one projection, 64-byte aligned
+    (no columns for n < _LANES, which never use it).
 
-    numba aligns arrays to 32 bytes only; a lane row that straddles cache lines
-    made the vectorised loops up to twice as slow, by the luck of the address.
+    numba aligns arrays to 32 bytes only; lane rows straddling cache lines made
+    the vectorised loops up to twice as slow, by the luck of the address.
     """
+    if n < _LANES:
+        return np.empty((_LANE_ROWS, 0))
     raw = np.empty(_LANE_ROWS * _LANES + 8)
     skip = (-(raw.ctypes.data >> 3)) & 7
     return raw[skip : skip + _LANE_ROWS * _LANES].reshape((_LANE_ROWS, _LANES))
+
+
+@njit(cache=True)
+def _fold_sum(row):
+    """Sum of a lane row in a fixed tree order (halves added pairwise, a
+    vectorised map each); overwrites the row."""
+    for w in (32, 16, 8, 4, 2, 1):
+        for j in range(w):
+            row[j] += row[j + w]
+    return row[0]
+
+
+@njit(cache=True)
+def _fold_min(row):
+    for w in (32, 16, 8, 4, 2, 1):
+        for j in range(w):
+            row[j] = min(row[j], row[j + w])
+    return row[0]
+
+
+@njit(cache=True)
+def _fold_max(row):
+    for w in (32, 16, 8, 4, 2, 1):
+        for j in range(w):
+            row[j] = max(row[j], row[j + w])
+    return row[0]
 
 
 @njit(cache=True, inline="always")
@@ -194,14 +222,13 @@ def _stats_tail(x, start, n, scale, nonneg, c, sce, total, lo, hi, a, b):
 
 
 @njit(cache=True)
-def _stats_pass(x, n, scale, nonneg, c, sce):
+def _stats_pass(x, n, scale, nonneg, c, sce, lanes):
     """Over y = scale * x[:n]: sum, min, max, and the moments A = sum(e) and
     B = sum(e^2) of the deviations e = (y - c) * sce from a pilot centre c."""
     head = n - n % _LANES
     if head == 0:
         return _stats_tail(x, 0, n, scale, nonneg, c, sce, 0.0, np.inf, -np.inf, 0.0, 0.0)
     # (The lane loop must not sit inside a branch: LLVM then leaves it scalar.)
-    lanes = _lane_scratch()
     s0 = lanes[0]
     s1 = lanes[1]
     s2 = lanes[2]
@@ -222,17 +249,11 @@ def _stats_pass(x, n, scale, nonneg, c, sce):
             s2[j] += e * e
             mn[j] = min(mn[j], v)
             mx[j] = max(mx[j], v)
-    total = 0.0
-    lo = np.inf
-    hi = -np.inf
-    a = 0.0
-    b = 0.0
-    for j in range(_LANES):
-        total += s0[j]
-        a += s1[j]
-        b += s2[j]
-        lo = min(lo, mn[j])
-        hi = max(hi, mx[j])
+    total = _fold_sum(s0)
+    a = _fold_sum(s1)
+    b = _fold_sum(s2)
+    lo = _fold_min(mn)
+    hi = _fold_max(mx)
     return _stats_tail(x, head, n, scale, nonneg, c, sce, total, lo, hi, a, b)
 
 
@@ -254,7 +275,7 @@ def _select_tail(x, start, n, scale, nonneg, keep_lo, m, t, mean, sc, delta, c, 
 
 
 @njit(cache=True)
-def _select_pass(x, n, scale, nonneg, keep_lo, m, t, mean, sc, delta, c, sce):
+def _select_pass(x, n, scale, nonneg, keep_lo, m, t, mean, sc, delta, c, sce, lanes):
     """The y = scale * x[:n] that a step keeps: y >= keep_lo and s(y) > 0.
 
     Branch-free, nothing moved. Returns their count, sum, min, max, and the
@@ -265,7 +286,6 @@ def _select_pass(x, n, scale, nonneg, keep_lo, m, t, mean, sc, delta, c, sce):
     if head == 0:
         acc = (0.0, 0.0, np.inf, -np.inf, 0.0, 0.0)
         return _select_tail(x, 0, n, scale, nonneg, keep_lo, m, t, mean, sc, delta, c, sce, acc)
-    lanes = _lane_scratch()
     cn = lanes[0]
     s0 = lanes[1]
     s1 = lanes[2]
@@ -290,19 +310,12 @@ def _select_pass(x, n, scale, nonneg, keep_lo, m, t, mean, sc, delta, c, sce):
             s2[j] += e * e if keep else 0.0
             mn[j] = min(mn[j], v if keep else np.inf)
             mx[j] = max(mx[j], v if keep else -np.inf)
-    count = 0.0
-    total = 0.0
-    lo = np.inf
-    hi = -np.inf
-    a = 0.0
-    b = 0.0
-    for j in range(_LANES):
-        count += cn[j]
-        total += s0[j]
-        a += s1[j]
-        b += s2[j]
-        lo = min(lo, mn[j])
-        hi = max(hi, mx[j])
+    count = _fold_sum(cn)
+    total = _fold_sum(s0)
+    a = _fold_sum(s1)
+    b = _fold_sum(s2)
+    lo = _fold_min(mn)
+    hi = _fold_max(mx)
     acc = (count, total, lo, hi, a, b)
     return _select_tail(x, head, n, scale, nonneg, keep_lo, m, t, mean, sc, delta, c, sce, acc)
 
@@ -395,199 +408,85 @@ def _step(k, rho, total, lo, hi, delta, c2):
 
 
 @njit(cache=True)
-def _masked_stats_tail(vals, mask, start, count, total, lo, hi):
-    for i in range(start, vals.shape[0]):
-        if mask[i]:
-            v = vals[i]
-            count += 1.0
-            total += v
-            lo = min(lo, v)
-            hi = max(hi, v)
-    return int(count), total, lo, hi
+def _write_shape(x, scale, nonneg, l2, lo, m, t, mean, sc, delta, out):
+    """out = l2 * s(y) on the support y >= lo, 0 elsewhere (a vectorised map)."""
+    for i in range(x.shape[0]):
+        v = _load(x, i, scale, nonneg)
+        s = l2 * max(_shape_at(v, m, t, mean, sc, delta), 0.0)
+        out[i] = s if v >= lo else 0.0
 
 
 @njit(cache=True)
-def _masked_stats(vals, mask):
-    """Count, sum, min and max of vals[mask]."""
-    n = vals.shape[0]
-    head = n - n % _LANES
-    if head == 0:
-        return _masked_stats_tail(vals, mask, 0, 0.0, 0.0, np.inf, -np.inf)
-    lanes = _lane_scratch()
-    cn = lanes[0]
-    s0 = lanes[1]
-    mn = lanes[2]
-    mx = lanes[3]
-    for j in range(_LANES):
-        cn[j] = 0.0
-        s0[j] = 0.0
-        mn[j] = np.inf
-        mx[j] = -np.inf
-    for i in range(0, head, _LANES):
-        for j in range(_LANES):
-            v = vals[i + j]
-            keep = mask[i + j]
-            cn[j] += 1.0 if keep else 0.0
-            s0[j] += v if keep else 0.0
-            mn[j] = min(mn[j], v if keep else np.inf)
-            mx[j] = max(mx[j], v if keep else -np.inf)
-    count = 0.0
-    total = 0.0
-    lo = np.inf
-    hi = -np.inf
-    for j in range(_LANES):
-        count += cn[j]
-        total += s0[j]
-        lo = min(lo, mn[j])
-        hi = max(hi, mx[j])
-    return _masked_stats_tail(vals, mask, head, count, total, lo, hi)
+def _hoyer_passes(x, scale, nonneg, rho, passes, k, total, lo, hi, delta, c2, lanes):
+    """The paper's passes over all n entries of y = scale * x, from the support
+    y >= lo described by (k, total, lo, hi, delta, c2), until s >= 0 on it.
 
-
-@njit(cache=True)
-def _masked_moments_tail(vals, mask, mean, sc, start, se, se2):
-    for i in range(start, vals.shape[0]):
-        if mask[i]:
-            e = (vals[i] - mean) * sc
-            se += e
-            se2 += e * e
-    return se, se2
-
-
-@njit(cache=True)
-def _masked_moments(vals, mask, mean, sc):
-    """sum(e) and sum(e^2) over the mask, e = (vals - mean) * sc."""
-    n = vals.shape[0]
-    head = n - n % _LANES
-    if head == 0:
-        return _masked_moments_tail(vals, mask, mean, sc, 0, 0.0, 0.0)
-    lanes = _lane_scratch()
-    s1 = lanes[0]
-    s2 = lanes[1]
-    for j in range(_LANES):
-        s1[j] = 0.0
-        s2[j] = 0.0
-    for i in range(0, head, _LANES):
-        for j in range(_LANES):
-            e = (vals[i + j] - mean) * sc
-            keep = mask[i + j]
-            s1[j] += e if keep else 0.0
-            s2[j] += e * e if keep else 0.0
-    se = 0.0
-    se2 = 0.0
-    for j in range(_LANES):
-        se += s1[j]
-        se2 += s2[j]
-    return _masked_moments_tail(vals, mask, mean, sc, head, se, se2)
-
-
-@njit(cache=True)
-def _hoyer_pass_tail(vals, mask, m, t, mean, sc, delta, out, start, acc):
-    negatives, count, total, lo, hi = acc
-    for i in range(start, vals.shape[0]):
-        v = vals[i]
-        inside = mask[i]
-        s = _shape_at(v, m, t, mean, sc, delta)
-        out[i] = s if inside else 0.0
-        negatives += 1.0 if inside & (s < 0.0) else 0.0
-        keep = inside & (s > 0.0)
-        mask[i] = keep
-        if keep:
-            count += 1.0
-            total += v
-            lo = min(lo, v)
-            hi = max(hi, v)
-    return negatives > 0.0, int(count), total, lo, hi
-
-
-@njit(cache=True)
-def _hoyer_pass(vals, mask, m, t, mean, sc, delta, out):
-    """One step of the paper on the support ``mask``: out = s there, 0 elsewhere.
-
-    Also drops the entries with s <= 0 from the mask (which the caller only uses
-    if some s < 0) and returns (any s < 0, count, sum, min, max of what is left).
+    Returns (tied, passes, k, lo, m, t, mean, sc, delta): the final support and
+    step, or ``tied`` if the support became all tied with a sparser target.
     """
-    n = vals.shape[0]
-    head = n - n % _LANES
-    if head == 0:
-        acc = (0.0, 0.0, 0.0, np.inf, -np.inf)
-        return _hoyer_pass_tail(vals, mask, m, t, mean, sc, delta, out, 0, acc)
-    lanes = _lane_scratch()
-    ng = lanes[0]
-    cn = lanes[1]
-    s0 = lanes[2]
-    mn = lanes[3]
-    mx = lanes[4]
-    for j in range(_LANES):
-        ng[j] = 0.0
-        cn[j] = 0.0
-        s0[j] = 0.0
-        mn[j] = np.inf
-        mx[j] = -np.inf
-    for i in range(0, head, _LANES):
-        for j in range(_LANES):
-            v = vals[i + j]
-            inside = mask[i + j]
-            s = _shape_at(v, m, t, mean, sc, delta)
-            out[i + j] = s if inside else 0.0
-            ng[j] += 1.0 if inside & (s < 0.0) else 0.0
-            keep = inside & (s > 0.0)
-            mask[i + j] = keep
-            cn[j] += 1.0 if keep else 0.0
-            s0[j] += v if keep else 0.0
-            mn[j] = min(mn[j], v if keep else np.inf)
-            mx[j] = max(mx[j], v if keep else -np.inf)
-    negatives = 0.0
-    count = 0.0
-    total = 0.0
-    lo = np.inf
-    hi = -np.inf
-    for j in range(_LANES):
-        negatives += ng[j]
-        count += cn[j]
-        total += s0[j]
-        lo = min(lo, mn[j])
-        hi = max(hi, mx[j])
-    acc = (negatives, count, total, lo, hi)
-    return _hoyer_pass_tail(vals, mask, m, t, mean, sc, delta, out, head, acc)
-
-
-@njit(cache=True)
-def _hoyer_shape(vals, rho, out):
-    """The paper's algorithm on y = ``vals`` (already scaled, overwritten by the
-    tie-break), targets (rho, 1): every pass runs over all n entries.
-
-    Writes the shape into ``out`` and returns the number of passes.
-    """
-    n = vals.shape[0]
-    mask = np.ones(n, dtype=np.bool_)
-    k, total, lo, hi = _masked_stats(vals, mask)
-    passes = 0
+    n = x.shape[0]
     while True:
         m = rho / k
         r2 = 1.0 - rho * rho / k
         if r2 <= _R2_FLAT or k == 1:
             # Only the flat vector m * 1 has the targets on this support.
-            passes += 1
-            for i in range(n):
-                out[i] = m if mask[i] else 0.0
-            return passes
+            return False, passes + 1, k, lo, m, 0.0, 0.0, 1.0, 0.0
         if lo == hi:
-            # All tied but a sparser vector is asked for: break the tie by index.
-            j = k - 1
-            for i in range(n):
-                if mask[i]:
-                    vals[i] = float(j)
-                    j -= 1
-            k, total, lo, hi = _masked_stats(vals, mask)
-            continue
-        mean, sc = _mean_and_unit(k, total, lo, hi)
-        se, se2 = _masked_moments(vals, mask, mean, sc)
-        delta = se / k
-        m, t, mean, sc, delta = _step(k, rho, total, lo, hi, delta, se2 - delta * se)
+            return True, passes, k, lo, m, 0.0, 0.0, 1.0, 0.0
+        m, t, mean, sc, delta = _step(k, rho, total, lo, hi, delta, c2)
         passes += 1
-        negative, k, total, lo, hi = _hoyer_pass(vals, mask, m, t, mean, sc, delta, out)
-        if not negative:
-            return passes
+        # s is monotone in y: s >= 0 on the support iff at its least entry.
+        if _shape_at(lo, m, t, mean, sc, delta) >= 0.0:
+            return False, passes, k, lo, m, t, mean, sc, delta
+        # The entries with s <= 0 leave the support (and never come back).
+        c, sce = mean, sc
+        k, total, lo, hi, a, b = _select_pass(
+            x, n, scale, nonneg, lo, m, t, mean, sc, delta, c, sce, lanes
+        )
+        delta, c2, ok = _centred(k, total, lo, hi, c, a, b, sce)
+        if not ok:
+            c, sce = _mean_and_unit(k, total, lo, hi)
+            sel = _select_pass(x, n, scale, nonneg, lo, 1.0, 0.0, 0.0, 1.0, 0.0, c, sce, lanes)
+            delta, c2, ok = _centred(k, total, lo, hi, c, sel[4], sel[5], sce)
+
+
+@njit(cache=True)
+def _hoyer_into(x, scale, nonneg, rho, l2, out, total, lo, hi, delta, c2, lanes):
+    """The paper's algorithm: every pass reads all n entries (O(n x passes)).
+
+    Starts from the full support described by ``total`` ... ``c2`` (see
+    :func:`_scaled_stats`); writes l2 times the shape into ``out`` and returns
+    the number of passes. The support is always an upper set y >= lo, so it
+    needs no mask; an all-tied support is broken by index (module docstring) on
+    a copy in which the ramp replaces the tied entries and the others are -1.
+    """
+    n = x.shape[0]
+    tied, passes, k, lo, m, t, mean, sc, delta = _hoyer_passes(
+        x, scale, nonneg, rho, 0, n, total, lo, hi, delta, c2, lanes
+    )
+    if not tied:
+        _write_shape(x, scale, nonneg, l2, lo, m, t, mean, sc, delta, out)
+        return passes
+    y = np.empty(n)
+    j = k - 1
+    for i in range(n):
+        if _load(x, i, scale, nonneg) >= lo:
+            y[i] = float(j)
+            j -= 1
+        else:
+            y[i] = -1.0
+    c = 0.5 * (k - 1)
+    sce = _power_of_two_scale(k - 1.0)
+    k, total, lo, hi, a, b = _select_pass(
+        y, n, 1.0, True, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, c, sce, lanes
+    )
+    delta, c2, _ = _centred(k, total, lo, hi, c, a, b, sce)
+    # The ramp has no ties left (k = 1 is the flat case).
+    _, passes, k, lo, m, t, mean, sc, delta = _hoyer_passes(
+        y, 1.0, True, rho, passes, k, total, lo, hi, delta, c2, lanes
+    )
+    _write_shape(y, 1.0, True, l2, lo, m, t, mean, sc, delta, out)
+    return passes
 
 
 # --- the fast method ---------------------------------------------------------------
@@ -658,7 +557,9 @@ def _sorted_passes(b, k, rho, m, t, mean, sc, delta):
 
 
 @njit(cache=True)
-def _fast_shape_into(x, scale, nonneg, rho, l2, out, max_filter_passes, total, lo, hi, delta, c2):
+def _fast_shape_into(
+    x, scale, nonneg, rho, l2, out, max_filter_passes, total, lo, hi, delta, c2, lanes
+):
     """Fast exact projection of x (unscaled) into out.
 
     ``total``, ``lo``, ``hi``, ``delta`` and ``c2`` describe the scaled input
@@ -709,42 +610,40 @@ def _fast_shape_into(x, scale, nonneg, rho, l2, out, max_filter_passes, total, l
             passes += extra
             kb = k
             c = out[k // 2]
-            total, lo, hi, a, b = _stats_pass(out, k, 1.0, True, c, sce)
+            total, lo, hi, a, b = _stats_pass(out, k, 1.0, True, c, sce, lanes)
         elif kb < 0 and 2 * k <= n:
             kb = _compact(x, n, scale, nonneg, lo, m, t, mean, sc, delta, out)
             k = kb
-            total, lo, hi, a, b = _stats_pass(out, k, 1.0, True, c, sce)
+            total, lo, hi, a, b = _stats_pass(out, k, 1.0, True, c, sce, lanes)
         elif kb < 0:
             k, total, lo, hi, a, b = _select_pass(
-                x, n, scale, nonneg, lo, m, t, mean, sc, delta, c, sce
+                x, n, scale, nonneg, lo, m, t, mean, sc, delta, c, sce, lanes
             )
         elif 2 * k <= kb:
             kb = _compact(out, kb, 1.0, True, lo, m, t, mean, sc, delta, out)
             k = kb
-            total, lo, hi, a, b = _stats_pass(out, k, 1.0, True, c, sce)
+            total, lo, hi, a, b = _stats_pass(out, k, 1.0, True, c, sce, lanes)
         else:
             k, total, lo, hi, a, b = _select_pass(
-                out, kb, 1.0, True, lo, m, t, mean, sc, delta, c, sce
+                out, kb, 1.0, True, lo, m, t, mean, sc, delta, c, sce, lanes
             )
         delta, c2, ok = _centred(k, total, lo, hi, c, a, b, sce)
         if not ok:
             # Two-pass moments: centred at the rounded mean, in units of the spread.
             c, sce = _mean_and_unit(k, total, lo, hi)
             if kb < 0:
-                a, b = _select_pass(x, n, scale, nonneg, lo, 1.0, 0.0, 0.0, 1.0, 0.0, c, sce)[4:]
+                sel = _select_pass(x, n, scale, nonneg, lo, 1.0, 0.0, 0.0, 1.0, 0.0, c, sce, lanes)
             else:
-                a, b = _select_pass(out, kb, 1.0, True, lo, 1.0, 0.0, 0.0, 1.0, 0.0, c, sce)[4:]
+                sel = _select_pass(out, kb, 1.0, True, lo, 1.0, 0.0, 0.0, 1.0, 0.0, c, sce, lanes)
+            a, b = sel[4], sel[5]
             delta, c2, ok = _centred(k, total, lo, hi, c, a, b, sce)
     # The support is an upper set of y: exactly the y >= lo.
-    for i in range(n):
-        v = _load(x, i, scale, nonneg)
-        s = l2 * max(_shape_at(v, m, t, mean, sc, delta), 0.0)
-        out[i] = s if v >= lo else 0.0
+    _write_shape(x, scale, nonneg, l2, lo, m, t, mean, sc, delta, out)
     return passes
 
 
 @njit(cache=True)
-def _scaled_stats(x, nonneg):
+def _scaled_stats(x, nonneg, lanes):
     """Scale, sum, min, max and centred moments of y = scale * x (or of
     scale * |x| for the signed variant), usually in one pass.
 
@@ -760,7 +659,7 @@ def _scaled_stats(x, nonneg):
     c = _sample_mean(x, 1.0, nonneg)
     total, lo, hi, a, b = np.inf, 0.0, 0.0, 0.0, 0.0
     if math.isfinite(c):
-        total, lo, hi, a, b = _stats_pass(x, n, 1.0, nonneg, c, 1.0)
+        total, lo, hi, a, b = _stats_pass(x, n, 1.0, nonneg, c, 1.0, lanes)
     if math.isfinite(total) and math.isfinite(b) and (lo == hi or hi - lo >= _MIN_UNSCALED_SPREAD):
         scale = _power_of_two_scale(max(abs(lo), abs(hi)))
         total *= scale
@@ -778,11 +677,11 @@ def _scaled_stats(x, nonneg):
                 return False, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0
             scale = _power_of_two_scale(maxabs)
         c = _sample_mean(x, scale, nonneg)
-        total, lo, hi, a, b = _stats_pass(x, n, scale, nonneg, c, 1.0)
+        total, lo, hi, a, b = _stats_pass(x, n, scale, nonneg, c, 1.0, lanes)
     delta, c2, ok = _centred(n, total, lo, hi, c, a, b, 1.0)
     if not ok:
         c, sce = _mean_and_unit(n, total, lo, hi)
-        a, b = _stats_pass(x, n, scale, nonneg, c, sce)[3:]
+        a, b = _stats_pass(x, n, scale, nonneg, c, sce, lanes)[3:]
         delta, c2, ok = _centred(n, total, lo, hi, c, a, b, sce)
     return True, scale, total, lo, hi, delta, c2
 
@@ -835,7 +734,8 @@ def project_vector(x, l1, l2, nonneg, method, out, max_filter_passes):
     is copied unchanged.
     """
     n = x.shape[0]
-    finite, scale, total, lo, hi, delta, c2 = _scaled_stats(x, nonneg)
+    lanes = _lane_scratch(n)
+    finite, scale, total, lo, hi, delta, c2 = _scaled_stats(x, nonneg, lanes)
     if not finite:
         return STATUS_NONFINITE, 0
     if _meets_targets(n, scale, total, lo, hi, delta, c2, l1, l2):
@@ -848,17 +748,12 @@ def project_vector(x, l1, l2, nonneg, method, out, max_filter_passes):
         passes = _single_entry_into(x, nonneg, l2, out)
     elif method == METHOD_FAST:
         passes = _fast_shape_into(
-            x, scale, nonneg, rho, l2, out, max_filter_passes, total, lo, hi, delta, c2
+            x, scale, nonneg, rho, l2, out, max_filter_passes, total, lo, hi, delta, c2, lanes
         )
     else:
         passes = -1
     if passes < 0:
-        y = np.empty(n)
-        for i in range(n):
-            y[i] = _load(x, i, scale, nonneg)
-        passes = _hoyer_shape(y, rho, out)
-        for i in range(n):
-            out[i] *= l2
+        passes = _hoyer_into(x, scale, nonneg, rho, l2, out, total, lo, hi, delta, c2, lanes)
     if not nonneg:
         for i in range(n):
             if x[i] < 0.0:
