@@ -18,16 +18,19 @@ Two exact methods, both Numba kernels in :mod:`nmfsc._kernels.projection`:
     repetition is a *pass*; the paper counts them in its Figure 6. Cost
     O(n x passes).
 ``"fast"`` (default)
-    The same support-finding rule on a compacted buffer of surviving entries,
-    so later passes cost O(support) instead of O(n), finished by an
-    O(k log k) sort-and-scan if it has not converged after ``2 log2(n) + 8``
-    passes: worst case O(n log n), in practice a few streaming passes.
+    The same passes, but the surviving entries are compacted into a buffer
+    once they are at most half of what a pass reads, so later passes cost
+    O(support) instead of O(n); finished by an O(k log k) sort-and-scan if it
+    has not converged after ``2 log2(n) + 8`` passes: worst case O(n log n), in
+    practice a few streaming passes.
 
 Both return identical results to rounding wherever the projection is unique.
 Where it is not (ties among the largest entries, e.g. a constant vector, with a
 target sparser than the tie allows), both break the tie by index, favouring
 earlier entries, so results are deterministic. At sparseness 1 (``l1 == l2``)
-both return ``l2`` at the largest entry and exact zeros elsewhere.
+both return ``l2`` at the largest entry and exact zeros elsewhere. Results do
+not depend on how ``x`` is laid out in memory: a strided column, its contiguous
+copy and the same column in :func:`project_batch` give identical bits.
 
 Computation is in float64 whatever the input dtype (float32 input is accepted
 and converted); the results are float64.

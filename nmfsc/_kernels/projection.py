@@ -34,7 +34,15 @@ rounded mean is then corrected in that rescaled space:
 which is accurate to a few roundings of e_i itself, and cannot underflow. Which
 entries leave S is decided on the computed s_i themselves (never on a threshold
 in y-space), and a rounded expression that is monotone in y_i keeps every
-support an upper set of y: the support is exactly ``y >= min over S``.
+support an upper set of y: the support is exactly ``y >= min over S``, so no
+mask is kept, and s >= 0 on S exactly when it is at min over S.
+
+Passes. To read the data once per pass, sum, min, max and the moments are
+gathered together, the moments about a pilot centre known before the pass (the
+previous support's mean); they convert exactly to delta and sum e^2 above
+(:func:`_centred`), and a second pass recentres at the rounded mean only when
+that conversion would cancel more than one bit. Sums run in a fixed order, so
+every compiled variant gives the same bits (see "reductions" below).
 
 Ties. If the remaining support is all tied (min == max) while the targets ask for
 a sparser vector (rho^2 < k), every point of the feasible circle is equally close
