@@ -8,12 +8,15 @@ and what to record is here, once.
 Stopping rule
 -------------
 After iteration k (k >= ``window``) the run has converged when the relative
-decrease of the objective over the last ``window`` iterations,
+change of the objective over the last ``window`` iterations,
 
-    (E[k - window] - E[k]) / |E[k - window]|,
+    |E[k - window] - E[k]| / |E[k - window]|,
 
-falls below ``tol`` (stop reason ``"tol"``); an increase counts as no
-progress. A solver may also report its own convergence (nmf_sc: step size
+falls below ``tol`` (stop reason ``"tol"``). For the monotone solvers
+(nmf_sc, Euclidean and divergence NMF) this is the relative decrease; the
+absolute value matters for local and sparse NMF, whose recorded objective is
+not what their updates minimise and may rise for a while: a rise is not
+convergence. A solver may also report its own convergence (nmf_sc: step size
 below 1e-200, ``"step_size"``). Not converged: ``"max_iter"`` (``n_iter``
 reached ``max_iter``), ``"max_time"`` (the loop's cumulative wall-clock time
 reached ``max_time``; a resumed run counts the time before the checkpoint),
@@ -85,8 +88,10 @@ class Steps:
 
         ``state`` must not be modified: the loop keeps it until the new one is
         complete, so an interrupt never leaves a half-updated iterate.
-        ``new_state`` is None when nothing changed (then ``stop_reason`` says
-        why), ``stop_reason`` None unless the solver itself wants to stop.
+        ``objective`` is None when no iteration was completed (then
+        ``stop_reason`` says why, and ``new_state``, if not None, only updates
+        bookkeeping such as a step size); ``stop_reason`` is None unless the
+        solver itself wants to stop.
         """
         raise NotImplementedError
 
@@ -100,11 +105,9 @@ def tol_reached(history, window, tol):
     if k < window:
         return False
     old, new = history[k - window], history[k]
-    if old == 0.0:
-        rel = 0.0 if new == 0.0 else -np.inf
-    else:
-        rel = (old - new) / abs(old)
-    return bool(rel < tol)
+    if old == new:
+        return bool(tol > 0)  # covers an exact fit (0 == 0)
+    return bool(abs(old - new) < tol * abs(old))
 
 
 def _start_description(random_state, W_init, H_init):
@@ -233,10 +236,12 @@ def solve(
                 stop = "max_time"
                 break
             new_state, objective, reason = steps.step(committed[0])
-            if new_state is not None:
+            if objective is not None:
                 history.append(float(objective) * factor)
                 times.append(time.perf_counter() - t0)
                 committed = (new_state, iteration + 1)
+            elif new_state is not None:  # no iteration, but e.g. a new step size
+                committed = (new_state, iteration)
             if reason is not None:
                 stop = reason
                 break

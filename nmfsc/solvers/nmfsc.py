@@ -138,8 +138,8 @@ class SparseSteps(Steps):
             W, H = self._h_multiplicative(W, H)
         else:
             H, mu_h = self._h_projected(W, H, mu_h)
-            if H is None:  # no descent step: converged, nothing changed
-                return None, None, "step_size"
+            if H is None:  # no descent step: converged; only mu_H changed
+                return {**state, "mu_H": mu_h}, None, "step_size"
         reason = None
         if self.proj_w is None:
             W = self._w_multiplicative(W, H)
