@@ -119,7 +119,8 @@ def load_checkpoint(path, meta):
 
 def _check_meta(path, saved, current):
     current = json.loads(json.dumps(current, sort_keys=True))  # as it would be saved
-    for key in sorted(set(saved) | set(current)):
+    order = ["solver", "data", "params", "start"]
+    for key in order + sorted((set(saved) | set(current)) - set(order)):
         old, new = saved.get(key), current.get(key)
         if key == "start" and (old is None or new is None):
             continue  # an unseeded start cannot be compared
