@@ -12,77 +12,12 @@ import numpy as np
 
 from nmfsc._kernels import updates as _k
 from nmfsc.solvers._common import check_nonneg_real
+from nmfsc.solvers._docs import DIVERGENCE_UNITS, EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import Steps, solve
 
 __all__ = ["local_nmf", "nmf_divergence", "nmf_euclidean", "sparse_nmf"]
 
 EPS = 1e-9
-
-COMMON_PARAMETERS = """\
-    V : array_like, shape (N, T)
-        Non-negative data, one sample per column (float32 is accepted; the
-        computation is in float64). Internally divided by ``max(V)``.
-    n_components : int
-        M, the number of basis vectors.
-    W_init, H_init : array_like, shape (N, M) / (M, T), optional
-        Starting factors in the units of V (W_init is divided by max(V)); each
-        replaces its random draw, and the solver's own start-up (if any) is
-        then applied.
-    random_state : None, int or numpy.random.Generator
-        Seed of the random start ``W = |randn(N, M)|``, ``H = |randn(M, T)|``
-        (drawn in that order from ``numpy.random.default_rng(random_state)``).
-    max_iter : int, default 10000
-        Iteration limit (stop reason ``"max_iter"``, with a ConvergenceWarning).
-    tol : float, default 1e-5
-        Converged when ``(E[k-window] - E[k]) / |E[k-window]| < tol``.
-    window : int, default 10
-        Iterations over which the relative decrease is measured.
-    max_time : float or None
-        Wall-clock limit of the iteration loop in seconds (stop reason
-        ``"max_time"``, with a ConvergenceWarning).
-    callback : callable or None
-        Called after every iteration with an IterationState (iteration,
-        objective, W in V's units, H, elapsed; read-only). Returning True stops
-        the run (stop reason ``"callback"``, no warning).
-    progress : bool, default False
-        Show a tqdm progress bar with the objective and its relative change.
-    checkpoint : str or Path or None
-        File to save the state to every ``checkpoint_every`` iterations (and
-        every ``checkpoint_seconds`` seconds if given), atomically, and when
-        the run stops. It is kept after the run.
-    checkpoint_every : int, default 50
-    checkpoint_seconds : float or None
-    resume : bool, default False
-        Continue from ``checkpoint`` if it exists (else start afresh); the
-        continued run is bit-identical to an uninterrupted one."""
-
-COMMON_RETURNS = """\
-    NMFResult
-        ``W`` in V's units (``max(V)`` times the internal W), ``H``, the
-        objective history in V's units (%(units)s), ``times``, the sparseness
-        of the factors, ``n_iter``, ``converged``, ``stop_reason`` and
-        ``relative_error``. See :class:`nmfsc.NMFResult`.
-
-    Warns
-    -----
-    ConvergenceWarning
-        When stopped by max_iter, max_time or KeyboardInterrupt."""
-
-_EUCLIDEAN_UNITS = "``max(V)**2`` times that of the normalised problem"
-_DIVERGENCE_UNITS = (
-    "``max(V)`` times that of the normalised problem, so its divergence term is "
-    "D(V || W H) of the returned factors"
-)
-
-
-def _document(units):
-    def decorate(func):
-        func.__doc__ = func.__doc__.replace("%(parameters)s", COMMON_PARAMETERS).replace(
-            "%(returns)s", COMMON_RETURNS.replace("%(units)s", units)
-        )
-        return func
-
-    return decorate
 
 
 def _run(make_steps, V, n_components, solver_params, options):
@@ -223,7 +158,7 @@ def _options(**kwargs):
     return kwargs
 
 
-@_document(_EUCLIDEAN_UNITS)
+@document(EUCLIDEAN_UNITS)
 def nmf_euclidean(
     V,
     n_components,
@@ -258,11 +193,12 @@ def nmf_euclidean(
 
     Parameters
     ----------
-%(parameters)s
+    %(data)s
+    %(options)s
 
     Returns
     -------
-%(returns)s
+    %(returns)s
 
     References
     ----------
@@ -289,7 +225,7 @@ def nmf_euclidean(
     return _run(EuclideanSteps, V, n_components, {}, options)
 
 
-@_document(_DIVERGENCE_UNITS)
+@document(DIVERGENCE_UNITS)
 def nmf_divergence(
     V,
     n_components,
@@ -327,11 +263,12 @@ def nmf_divergence(
 
     Parameters
     ----------
-%(parameters)s
+    %(data)s
+    %(options)s
 
     Returns
     -------
-%(returns)s
+    %(returns)s
 
     References
     ----------
@@ -358,7 +295,7 @@ def nmf_divergence(
     return _run(DivergenceSteps, V, n_components, {}, options)
 
 
-@_document(_DIVERGENCE_UNITS)
+@document(DIVERGENCE_UNITS)
 def local_nmf(
     V,
     n_components,
@@ -402,13 +339,14 @@ def local_nmf(
 
     Parameters
     ----------
+    %(data)s
     alpha, beta : float >= 0, default 1.0
         Weights of the objective's penalty terms.
-%(parameters)s
+    %(options)s
 
     Returns
     -------
-%(returns)s
+    %(returns)s
 
     References
     ----------
@@ -441,7 +379,7 @@ def local_nmf(
     return _run(make_steps, V, n_components, {"alpha": alpha, "beta": beta}, options)
 
 
-@_document(_DIVERGENCE_UNITS)
+@document(DIVERGENCE_UNITS)
 def sparse_nmf(
     V,
     n_components,
@@ -478,13 +416,14 @@ def sparse_nmf(
 
     Parameters
     ----------
+    %(data)s
     alpha : float >= 0, default 1.0
         Weight of the L1 penalty on H (the paper tried 1, 100 and 10000).
-%(parameters)s
+    %(options)s
 
     Returns
     -------
-%(returns)s
+    %(returns)s
 
     References
     ----------

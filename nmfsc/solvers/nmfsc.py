@@ -47,6 +47,7 @@ from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import updates as _k
 from nmfsc.projection import _max_filter_passes
 from nmfsc.solvers._common import check_optional_sparseness
+from nmfsc.solvers._docs import EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import Steps, solve
 from nmfsc.sparseness import l1_for_sparseness
 
@@ -214,6 +215,7 @@ class SparseSteps(Steps):
                 return None, mu
 
 
+@document(EUCLIDEAN_UNITS)
 def nmf_sc(
     V,
     n_components,
@@ -260,66 +262,23 @@ def nmf_sc(
 
     Parameters
     ----------
-    V : array_like, shape (N, T)
-        Non-negative data, one sample per column (float32 is accepted; the
-        computation is in float64). Internally divided by ``max(V)``.
-    n_components : int
-        M, the number of basis vectors.
-    sparseness_w, sparseness_h : float in [0, 1] or None
+    %(data)s
+    sparseness_w, sparseness_h : float in [0, 1] or None, default None
         Target sparseness of every column of W / every row of H; None leaves
-        that factor unconstrained.
-    W_init, H_init : array_like, shape (N, M) / (M, T), optional
-        Starting factors in the units of V (W_init is divided by max(V)); each
-        one replaces the random draw. The start is then prepared as for a
-        random one (rows of H to unit norm, projections).
-    random_state : None, int or numpy.random.Generator
-        Seed of the random start ``W = |randn(N, M)|``, ``H = |randn(M, T)|``
-        (drawn in that order from ``numpy.random.default_rng(random_state)``).
-    max_iter : int, default 10000
-        Iteration limit (stop reason ``"max_iter"``, with a ConvergenceWarning).
-    tol : float, default 1e-5
-        Converged when ``(E[k-window] - E[k]) / |E[k-window]| < tol``.
-    window : int, default 10
-        Iterations over which the relative decrease is measured.
-    max_time : float or None
-        Wall-clock limit of the iteration loop in seconds (checked before each
-        iteration; stop reason ``"max_time"``, with a ConvergenceWarning).
-    callback : callable or None
-        Called after every iteration with an :class:`~nmfsc.solvers.IterationState`
-        (iteration, objective, W in V's units, H, elapsed; read-only arrays).
-        Returning True stops the run (stop reason ``"callback"``, not
-        converged, no warning).
-    progress : bool, default False
-        Show a tqdm progress bar with the objective and its relative change.
-    checkpoint : str or Path or None
-        File to save the state to every ``checkpoint_every`` iterations (and
-        every ``checkpoint_seconds`` seconds if given), atomically, and when
-        the run stops for any reason. It is kept after the run.
-    checkpoint_every : int, default 50
-    checkpoint_seconds : float or None
-    resume : bool, default False
-        Continue from ``checkpoint`` if the file exists (else start afresh).
-        The continued run is bit-identical to an uninterrupted one; a
-        checkpoint written for other data or settings is refused (ValueError).
+        that factor unconstrained (multiplicative updates).
+    %(options)s
 
     Returns
     -------
-    NMFResult
-        ``W`` in V's units, ``H``, the objective history ``objective`` in V's
-        units (``max(V)**2`` times that of the normalised problem, i.e.
-        ``0.5 ||V - W H||_F^2`` of the returned factors), ``times``,
-        sparseness of the factors, ``n_iter``, ``converged``, ``stop_reason``,
-        ``step_sizes = (mu_W, mu_H)`` and ``relative_error``.
-
-    Warns
-    -----
-    ConvergenceWarning
-        When stopped by max_iter, max_time or KeyboardInterrupt.
+    %(returns)s
 
     Notes
     -----
-    A KeyboardInterrupt during the run saves the checkpoint (if any) and
-    returns the last complete iterate with stop reason ``"interrupted"``.
+    ``step_sizes`` of the result are the final ``(mu_W, mu_H)`` (1.0 for an
+    unconstrained factor). Besides ``"tol"``, the run converges with stop
+    reason ``"step_size"`` when a step size falls below 1e-200 (no descent
+    step exists). In exact arithmetic every iteration decreases E; computed,
+    the recorded E never rises by more than rounding (about 1e-16 ||V||^2).
 
     References
     ----------
@@ -333,9 +292,11 @@ def nmf_sc(
     >>> import numpy as np
     >>> from nmfsc import nmf_sc
     >>> V = np.abs(np.random.default_rng(0).standard_normal((30, 40)))
-    >>> res = nmf_sc(V, 4, sparseness_w=0.6, random_state=0, max_iter=300)
-    >>> bool(np.allclose(res.sparseness_W, 0.6))
-    True
+    >>> res = nmf_sc(V, 4, sparseness_w=0.6, random_state=0, tol=1e-4)
+    >>> res.stop_reason, bool(np.allclose(res.sparseness_W, 0.6))
+    ('tol', True)
+    >>> print(f"{res.relative_error:.2f}")  # ||V - W H|| / ||V||: W is in V's units
+    0.52
     """
     s_w = check_optional_sparseness(sparseness_w, "sparseness_w")
     s_h = check_optional_sparseness(sparseness_h, "sparseness_h")
