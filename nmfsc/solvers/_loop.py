@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nmfsc._validation import check_positive_int
 from nmfsc.solvers._common import (
     check_data,
     check_factor,
@@ -165,8 +166,6 @@ def solve(
     ``solver_params`` are the solver's own settings (already validated), saved
     in the result and checked when resuming.
     """
-    from nmfsc._validation import check_positive_int
-
     V, scale = check_data(V)
     M = check_positive_int(n_components, "n_components")
     N, T = V.shape
@@ -242,10 +241,17 @@ def solve(
                 committed = (new_state, iteration + 1)
             elif new_state is not None:  # no iteration, but e.g. a new step size
                 committed = (new_state, iteration)
+            state, iteration = committed
+            if bar is not None and objective is not None:
+                prev = history[-2]
+                change = (prev - history[-1]) / abs(prev) if prev != 0 else 0.0
+                bar.set_postfix(
+                    objective=f"{history[-1]:.6g}", rel_change=f"{change:.2e}", refresh=False
+                )
+                bar.update(1)
             if reason is not None:
                 stop = reason
                 break
-            state, iteration = committed
             if callback is not None:
                 view = IterationState(
                     iteration=iteration,
@@ -257,13 +263,6 @@ def solve(
                 if callback(view) is True:
                     stop = "callback"
                     break
-            if bar is not None:
-                prev = history[-2]
-                change = (prev - history[-1]) / abs(prev) if prev != 0 else 0.0
-                bar.set_postfix(
-                    objective=f"{history[-1]:.6g}", rel_change=f"{change:.2e}", refresh=False
-                )
-                bar.update(1)
             if path is not None:
                 now = time.perf_counter()
                 if iteration % checkpoint_every == 0 or (
