@@ -99,7 +99,7 @@ BAD_OPTIONS = [
     ({"checkpoint": 3}, TypeError, r"checkpoint must be a path \(str or Path\) or None"),
     ({"resume": True}, ValueError, r"resume=True needs a checkpoint path"),
     ({"random_state": "seed"}, TypeError, "random_state must be None, a non-negative int"),
-    ({"random_state": -1}, TypeError, "random_state must be None, a non-negative int"),
+    ({"random_state": -1}, ValueError, "random_state must be None, a non-negative int"),
 ]
 
 
@@ -429,6 +429,16 @@ def test_progress_bar(V, capsys):
     err = capsys.readouterr().err
     assert "nmf_divergence" in err and "7/7" in err and "objective=" in err
     assert result.n_iter == 7
+
+
+def test_progress_without_tqdm_is_a_clear_import_error(V, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    with pytest.raises(ImportError, match=r"progress=True needs tqdm \(pip install tqdm\)"):
+        nmfsc.nmf_sc(V, M, progress=True, max_iter=2)
+    quiet(nmfsc.nmf_sc, V, M, max_iter=2)  # without a bar tqdm is not needed
 
 
 # --- real data ----------------------------------------------------------------------

@@ -179,6 +179,30 @@ def test_damaged_checkpoint_is_refused(V, tmp_path):
         nmfsc.nmf_sc(V, M, checkpoint=path, resume=True)
 
 
+def _rewrite(path, **replace):
+    with np.load(path) as saved:
+        arrays = {key: saved[key] for key in saved.files}
+    arrays.update(replace)
+    with open(path, "wb") as handle:
+        np.savez(handle, **arrays)
+
+
+def test_checkpoint_from_another_format_version_is_refused(V, tmp_path):
+    path = tmp_path / "run.ckpt"
+    run(nmfsc.nmf_sc, V, max_iter=3, checkpoint=path)
+    _rewrite(path, format_version=np.array(99))
+    with pytest.raises(ValueError, match="has format version 99, this nmfsc writes 1"):
+        nmfsc.nmf_sc(V, M, random_state=4, checkpoint=path, resume=True)
+
+
+def test_inconsistent_checkpoint_is_refused(V, tmp_path):
+    path = tmp_path / "run.ckpt"
+    run(nmfsc.nmf_sc, V, max_iter=3, checkpoint=path)
+    _rewrite(path, iteration=np.array(7))
+    with pytest.raises(ValueError, match="is inconsistent: iteration 7 but 4 objective values"):
+        nmfsc.nmf_sc(V, M, random_state=4, checkpoint=path, resume=True)
+
+
 @pytest.mark.parametrize(
     ("change", "match"),
     [

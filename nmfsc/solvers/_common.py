@@ -96,7 +96,7 @@ def random_start(random_state, N, M, T):
     try:
         rng = np.random.default_rng(random_state)
     except (TypeError, ValueError) as err:
-        raise TypeError(
+        raise type(err)(
             "random_state must be None, a non-negative int or a numpy.random.Generator, "
             f"got {random_state!r} ({err})"
         ) from None

@@ -133,7 +133,7 @@ def _progress_bar(progress, name, total, initial):
         return None
     try:
         from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a dependency
+    except ImportError:
         raise ImportError(
             "progress=True needs tqdm (pip install tqdm); or pass progress=False"
         ) from None
