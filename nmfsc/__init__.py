@@ -6,16 +6,32 @@ sparseness constraints", Journal of Machine Learning Research 5:1457-1469.
 
 from nmfsc.projection import project, project_batch
 from nmfsc.scores import locality, orientation, sparseness_summary, summarize_scores
+from nmfsc.solvers import (
+    ConvergenceWarning,
+    NMFResult,
+    local_nmf,
+    nmf_divergence,
+    nmf_euclidean,
+    nmf_sc,
+    sparse_nmf,
+)
 from nmfsc.sparseness import l1_for_sparseness, sparseness, sparseness_for_l1
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "ConvergenceWarning",
+    "NMFResult",
     "l1_for_sparseness",
+    "local_nmf",
     "locality",
+    "nmf_divergence",
+    "nmf_euclidean",
+    "nmf_sc",
     "orientation",
     "project",
     "project_batch",
+    "sparse_nmf",
     "sparseness",
     "sparseness_for_l1",
     "sparseness_summary",

@@ -1,0 +1,130 @@
+"""Numba kernels for the elementwise parts of the NMF updates.
+
+Every kernel takes arrays, modifies its first argument in place (or returns one
+number) and validates nothing. The matrix products (W^T V, W^T W, H H^T, V H^T,
+W H) stay in numpy, which hands them to BLAS; these kernels fuse what comes
+after a product into one pass without temporaries.
+
+Shapes follow the paper: V and W H are N x T, W is N x M, H is M x T.
+
+``error_model="numpy"``: a division by zero gives inf or NaN as in numpy
+instead of raising, so a degenerate iterate shows up in the objective.
+"""
+
+import math
+
+from numba import njit
+
+
+@njit(cache=True, error_model="numpy")
+def multiplicative_update(X, num, den, eps):
+    """``X *= num / (den + eps)`` (Lee & Seung's Euclidean update)."""
+    rows, cols = X.shape
+    for i in range(rows):
+        for j in range(cols):
+            X[i, j] *= num[i, j] / (den[i, j] + eps)
+
+
+@njit(cache=True, error_model="numpy")
+def outer_sum_update(X, num, r, c):
+    """``X[i, j] *= num[i, j] / (r[i] + c[j])``.
+
+    One kernel for every divergence-type update whose denominator is a row
+    constant, a column constant or their sum: the divergence W step (r = 0,
+    c = row sums of H), the divergence H step (r = column sums of W, c = 0),
+    the sparse-NMF H step (r = 1 + alpha, c = 0) and the local-NMF W step
+    (r = row sums of W, c = row sums of H). Adding an exact 0.0 changes nothing.
+    """
+    rows, cols = X.shape
+    for i in range(rows):
+        for j in range(cols):
+            X[i, j] *= num[i, j] / (r[i] + c[j])
+
+
+@njit(cache=True, error_model="numpy")
+def sqrt_update(X, num):
+    """``X = sqrt(X * num)`` (local NMF's H step)."""
+    rows, cols = X.shape
+    for i in range(rows):
+        for j in range(cols):
+            X[i, j] = math.sqrt(X[i, j] * num[i, j])
+
+
+@njit(cache=True, error_model="numpy")
+def normalize_rows_to_unit_l2(H, W):
+    """Scale every row of H to unit L2 norm and multiply W's columns by the old
+    norms, so that W H is unchanged. A zero row is left as it is."""
+    M, T = H.shape
+    N = W.shape[0]
+    for j in range(M):
+        ss = 0.0
+        for t in range(T):
+            ss += H[j, t] * H[j, t]
+        norm = math.sqrt(ss)
+        if norm > 0.0:
+            for t in range(T):
+                H[j, t] /= norm
+            for i in range(N):
+                W[i, j] *= norm
+
+
+@njit(cache=True, error_model="numpy")
+def normalize_columns_to_unit_sum(W):
+    """Divide every column of W by its sum. A zero column is left as it is."""
+    N, M = W.shape
+    for j in range(M):
+        s = 0.0
+        for i in range(N):
+            s += W[i, j]
+        if s > 0.0:
+            for i in range(N):
+                W[i, j] /= s
+
+
+@njit(cache=True, error_model="numpy")
+def half_squared_residual(V, WH):
+    """``0.5 * ||V - WH||_F^2`` in one pass, without forming V - WH."""
+    rows, cols = V.shape
+    total = 0.0
+    for i in range(rows):
+        acc = 0.0
+        for j in range(cols):
+            d = V[i, j] - WH[i, j]
+            acc += d * d
+        total += acc
+    return 0.5 * total
+
+
+@njit(cache=True, error_model="numpy")
+def divergence_and_quotient(V, WH, eps, C):
+    """Return ``D(V || WH) = sum(V log(V / WH) - V + WH)`` and write
+    ``C = V / (WH + eps)`` in the same pass.
+
+    Entries with V = 0 contribute WH to D (0 log 0 = 0) and 0 to C, the limit
+    of both expressions; an entry with V > 0 and WH = 0 makes D infinite.
+    """
+    rows, cols = V.shape
+    total = 0.0
+    for i in range(rows):
+        acc = 0.0
+        for j in range(cols):
+            v = V[i, j]
+            y = WH[i, j]
+            if v > 0.0:
+                acc += v * math.log(v / y) - v + y
+                C[i, j] = v / (y + eps)
+            else:
+                acc += y
+                C[i, j] = 0.0
+        total += acc
+    return total
+
+
+@njit(cache=True, error_model="numpy")
+def quotient(V, WH, eps, C):
+    """``C = V / (WH + eps)``, with 0 where V = 0 (also when WH + eps = 0)."""
+    rows, cols = V.shape
+    for i in range(rows):
+        for j in range(cols):
+            v = V[i, j]
+            C[i, j] = v / (WH[i, j] + eps) if v > 0.0 else 0.0

@@ -1,0 +1,123 @@
+"""Input checks, the random start and small helpers shared by every solver."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from nmfsc._validation import as_float_array, check_positive_int, check_sparseness
+
+__all__ = [
+    "check_data",
+    "check_factor",
+    "check_loop_options",
+    "check_nonneg_real",
+    "check_optional_sparseness",
+    "random_start",
+    "safe_sparseness",
+]
+
+
+def check_data(V):
+    """``V`` as a float64 array with at least one positive entry, and max(V).
+
+    float32 (or integer) input is accepted and converted: the solvers compute
+    in float64. scipy.sparse input is refused with a TypeError that says to
+    call ``.toarray()`` (the updates are dense anyway).
+    """
+    V = as_float_array(V, "V", ndim=2)
+    if np.any(V < 0):
+        raise ValueError(f"V has negative entries; NMF needs V >= 0 (min(V) = {float(V.min())!r})")
+    scale = float(V.max())
+    if scale == 0.0:
+        raise ValueError(f"V is all zeros (shape {V.shape}); there is nothing to factorize")
+    return V, scale
+
+
+def check_factor(X, name, shape):
+    """A user-given W_init or H_init: finite, non-negative, of the right shape."""
+    if X is None:
+        return None
+    X = as_float_array(X, name, ndim=2)
+    if X.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {X.shape}")
+    if np.any(X < 0):
+        raise ValueError(f"{name} has negative entries; it must be >= 0")
+    return X
+
+
+def check_optional_sparseness(value, name):
+    """None (unconstrained) or a real number in [0, 1]."""
+    if value is None:
+        return None
+    return check_sparseness(value, name)
+
+
+def check_nonneg_real(value, name, *, positive=False, allow_none=False):
+    """A finite real number >= 0 (> 0 with ``positive``), or None if allowed."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if not np.isfinite(value) or value < 0 or (positive and value == 0):
+        what = "> 0" if positive else ">= 0"
+        raise ValueError(f"{name} must be finite and {what}, got {value!r}")
+    return value
+
+
+def check_loop_options(
+    max_iter, tol, window, max_time, callback, checkpoint_every, checkpoint_seconds
+):
+    """Validate the stopping and bookkeeping options common to every solver."""
+    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral):
+        raise TypeError(f"max_iter must be a non-negative integer, got {max_iter!r}")
+    if max_iter < 0:
+        raise ValueError(f"max_iter must be >= 0, got {max_iter!r}")
+    tol = check_nonneg_real(tol, "tol")
+    window = check_positive_int(window, "window")
+    max_time = check_nonneg_real(max_time, "max_time", positive=True, allow_none=True)
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable or None, got {callback!r}")
+    checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
+    checkpoint_seconds = check_nonneg_real(
+        checkpoint_seconds, "checkpoint_seconds", positive=True, allow_none=True
+    )
+    return int(max_iter), tol, window, max_time, checkpoint_every, checkpoint_seconds
+
+
+def random_start(random_state, N, M, T):
+    """SPEC's random start: ``W = |randn(N, M)|`` then ``H = |randn(M, T)|``.
+
+    ``random_state`` is anything :func:`numpy.random.default_rng` takes: None,
+    an int (or a SeedSequence) or a Generator (which is advanced).
+    """
+    try:
+        rng = np.random.default_rng(random_state)
+    except (TypeError, ValueError) as err:
+        raise type(err)(
+            "random_state must be None, a non-negative int or a numpy.random.Generator, "
+            f"got {random_state!r} ({err})"
+        ) from None
+    W = np.abs(rng.standard_normal((N, M)))
+    H = np.abs(rng.standard_normal((M, T)))
+    return W, H
+
+
+def safe_sparseness(X, axis):
+    """Hoyer's sparseness along ``axis`` (0: columns, 1: rows), NaN where it is
+    undefined (an all-zero vector, or vectors of length 1)."""
+    vectors = X if axis == 0 else X.T
+    n = vectors.shape[0]
+    out = np.full(vectors.shape[1], np.nan)
+    if n < 2:
+        return out
+    peak = np.max(np.abs(vectors), axis=0)
+    ok = peak > 0
+    scaled = vectors[:, ok] / peak[ok]
+    l1 = np.sum(np.abs(scaled), axis=0)
+    l2 = np.sqrt(np.sum(scaled * scaled, axis=0))
+    root_n = np.sqrt(n)
+    out[ok] = np.clip((root_n - l1 / l2) / (root_n - 1.0), 0.0, 1.0)
+    return out

@@ -1,0 +1,100 @@
+"""Docstring sections shared by every solver, written once.
+
+A solver's docstring holds the placeholders ``%(data)s`` (V, n_components),
+``%(options)s`` (start, stopping, callback, progress, checkpoints) and
+``%(returns)s``, each alone on a line indented by four spaces, as the
+sections' text; :func:`document` fills them in.
+"""
+
+__all__ = ["DIVERGENCE_UNITS", "EUCLIDEAN_UNITS", "document"]
+
+DATA = """\
+    V : array_like, shape (N, T)
+        Non-negative data, one sample per column. float32 (or integer) input is
+        accepted and the computation is in float64; scipy.sparse input is
+        refused (pass ``V.toarray()``). Internally divided by ``max(V)``.
+    n_components : int
+        M, the number of basis vectors (columns of W, rows of H)."""
+
+OPTIONS = """\
+    W_init, H_init : array_like, shape (N, M) / (M, T), optional
+        Starting factors in the units of V (W_init is divided by ``max(V)``).
+        Each replaces its random draw; the solver's own start-up (if any) is
+        then applied as to a random start.
+    random_state : None, int or numpy.random.Generator
+        Seed of the random start ``W = |randn(N, M)|`` then
+        ``H = |randn(M, T)|``, drawn from ``numpy.random.default_rng(random_state)``
+        on the normalised data (both are always drawn, so giving W_init alone
+        leaves H as it would have been). A Generator is advanced.
+    max_iter : int, default 10000
+        Iteration limit (stop reason ``"max_iter"``, with a ConvergenceWarning).
+    tol : float, default 1e-5
+        Converged (stop reason ``"tol"``) after the first iteration k with
+        ``|E[k-window] - E[k]| < tol * |E[k-window]|``. ``tol=0`` never stops
+        this way.
+    window : int, default 10
+        Iterations over which the relative change is measured.
+    max_time : float or None, default None
+        Wall-clock limit in seconds of the iteration loop, checked before each
+        iteration; a resumed run counts the time before its checkpoint (stop
+        reason ``"max_time"``, with a ConvergenceWarning).
+    callback : callable or None
+        Called after every iteration with an :class:`~nmfsc.solvers.IterationState`
+        (``iteration``, ``objective``, ``W`` in V's units, ``H``, ``elapsed``;
+        read-only arrays). Returning True stops the run (stop reason
+        ``"callback"``: not converged, no warning).
+    progress : bool, default False
+        Show a tqdm progress bar with the objective and its relative change.
+    checkpoint : str or Path or None
+        File the state is saved to every ``checkpoint_every`` iterations (and
+        every ``checkpoint_seconds`` seconds if given), atomically
+        (``path.tmp`` then rename), and once more when the run stops for any
+        reason, KeyboardInterrupt included. The file is kept after the run.
+    checkpoint_every : int, default 50
+        Iterations between saves.
+    checkpoint_seconds : float or None, default None
+        Also save when this many seconds have passed since the last save.
+    resume : bool, default False
+        Continue from ``checkpoint`` if the file exists (else start afresh).
+        The continued run is bit-identical (W, H, objective) to an
+        uninterrupted one; a checkpoint written for other data, another
+        solver, other parameters or another seed is refused with
+        :class:`~nmfsc.solvers.CheckpointMismatchError` (a ValueError).
+        The stopping options may differ (e.g. a larger max_iter)."""
+
+RETURNS = """\
+    NMFResult
+        ``W`` in V's units (``max(V)`` times the internal W, so that
+        ``W @ H ~ V``), ``H``, the objective history ``objective``, cumulative
+        ``times``, the sparseness of W's columns and H's rows, ``n_iter``,
+        ``converged``, ``stop_reason``, ``step_sizes`` and ``relative_error``
+        (``||V - W H||_F / ||V||_F``); see :class:`nmfsc.NMFResult`.
+        The objective is in V's units: %(units)s.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When stopped by max_iter, max_time or KeyboardInterrupt. A
+        KeyboardInterrupt returns the last complete iterate (after saving the
+        checkpoint, if any) instead of propagating."""
+
+EUCLIDEAN_UNITS = """``max(V)**2`` times that of the normalised
+        problem, i.e. exactly ``0.5 * ||V - W @ H||_F**2`` of the returned
+        factors"""
+DIVERGENCE_UNITS = """``max(V)`` times that of the normalised problem,
+        so that its divergence term is ``D(V || W @ H)`` of the returned
+        factors"""
+
+
+def document(units):
+    """Fill a solver's ``%(data)s``, ``%(options)s`` and ``%(returns)s``."""
+
+    def decorate(func):
+        func.__doc__ = (
+            func.__doc__.replace("    %(data)s", DATA)
+            .replace("    %(options)s", OPTIONS)
+            .replace("    %(returns)s", RETURNS.replace("%(units)s", units))
+        )
+        return func
+
+    return decorate

@@ -1,0 +1,113 @@
+"""What every solver returns, and the warning it gives when it did not converge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["ConvergenceWarning", "NMFResult", "IterationState"]
+
+
+class ConvergenceWarning(UserWarning):
+    """A solver stopped before its convergence test was met.
+
+    Given for the stop reasons ``"max_iter"``, ``"max_time"`` and
+    ``"interrupted"``; the message names the limit and how to raise it.
+    """
+
+
+@dataclass(frozen=True, repr=False)
+class NMFResult:
+    """The factors of ``V ~ W H`` and the record of the run that found them.
+
+    Attributes
+    ----------
+    W : ndarray, shape (N, M)
+        Basis vectors in columns, in the units of the ``V`` passed in (the
+        solvers work on ``V / max(V)`` and return ``W * max(V)``), so that
+        ``W @ H`` approximates ``V`` itself.
+    H : ndarray, shape (M, T)
+        Coefficients, one row per component; unchanged by the rescaling.
+    objective : ndarray, shape (n_iter + 1,)
+        The solver's objective at the start (index 0) and after every
+        iteration, in the units of ``V``: the objective of the normalised
+        problem times ``scale**2`` (Euclidean solvers) or ``scale``
+        (divergence solvers). See each solver for its objective.
+    times : ndarray, shape (n_iter + 1,)
+        Cumulative seconds of the iteration loop at each entry of
+        ``objective`` (0 at the start; a resumed run continues the count).
+    sparseness_W : ndarray, shape (M,)
+        Hoyer's sparseness of every column of W (NaN for an all-zero column).
+    sparseness_H : ndarray, shape (M,)
+        Hoyer's sparseness of every row of H (NaN for an all-zero row).
+    n_iter : int
+        Completed iterations (counting those before a resume).
+    converged : bool
+        True when the solver's own convergence test stopped it.
+    stop_reason : str
+        ``"tol"`` (relative decrease below ``tol``), ``"step_size"`` (nmf_sc's
+        step size fell below 1e-200), ``"max_iter"``, ``"max_time"``,
+        ``"callback"`` or ``"interrupted"`` (KeyboardInterrupt).
+    solver : str
+        The solver's name, e.g. ``"nmf_sc"``.
+    params : dict
+        The settings of the run (n_components, the solver's own parameters and
+        the stopping settings).
+    scale : float
+        ``max(V)``, the factor between the internal and the returned W.
+    step_sizes : tuple of float or None
+        ``(mu_W, mu_H)`` at the end of an nmf_sc run, None for other solvers.
+    relative_error : float
+        ``||V - W H||_F / ||V||_F``.
+    """
+
+    W: np.ndarray
+    H: np.ndarray
+    objective: np.ndarray
+    times: np.ndarray
+    sparseness_W: np.ndarray
+    sparseness_H: np.ndarray
+    n_iter: int
+    converged: bool
+    stop_reason: str
+    solver: str
+    params: dict = field(default_factory=dict)
+    scale: float = 1.0
+    step_sizes: tuple | None = None
+    relative_error: float = float("nan")
+
+    def __repr__(self):
+        N, M = self.W.shape
+        T = self.H.shape[1]
+        final = self.objective[-1] if len(self.objective) else float("nan")
+        return (
+            f"NMFResult(solver={self.solver!r}, V {N}x{T}, M={M}, n_iter={self.n_iter}, "
+            f"stop_reason={self.stop_reason!r}, converged={self.converged}, "
+            f"objective={final:.6g}, relative_error={self.relative_error:.4g})"
+        )
+
+
+@dataclass(frozen=True)
+class IterationState:
+    """What a ``callback`` sees after every iteration (read-only arrays).
+
+    Attributes
+    ----------
+    iteration : int
+        Iterations completed so far.
+    objective : float
+        The objective after this iteration, in the units of ``V``.
+    W : ndarray, shape (N, M)
+        The current basis, in the units of ``V`` (a fresh read-only array).
+    H : ndarray, shape (M, T)
+        The current coefficients (a read-only view).
+    elapsed : float
+        Seconds of the loop so far.
+    """
+
+    iteration: int
+    objective: float
+    W: np.ndarray
+    H: np.ndarray
+    elapsed: float

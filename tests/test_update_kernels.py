@@ -1,0 +1,81 @@
+"""The elementwise update kernels (nmfsc/_kernels/updates.py) against NumPy,
+including their edge cases (zero rows and columns, V = 0, W H = 0)."""
+
+import numpy as np
+import pytest
+
+from nmfsc._kernels import updates as k
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+def positive(rng, shape):
+    return np.abs(rng.standard_normal(shape)) + 0.05
+
+
+def test_multiplicative_update(rng):
+    X, num, den = positive(rng, (5, 7)), positive(rng, (5, 7)), positive(rng, (5, 7))
+    expected = X * (num / (den + 1e-9))
+    k.multiplicative_update(X, num, den, 1e-9)
+    np.testing.assert_array_equal(X, expected)
+
+
+def test_outer_sum_update(rng):
+    X, num = positive(rng, (5, 7)), positive(rng, (5, 7))
+    r, c = positive(rng, 5), positive(rng, 7)
+    expected = X * (num / (r[:, None] + c[None, :]))
+    k.outer_sum_update(X, num, r, c)
+    np.testing.assert_array_equal(X, expected)
+
+
+def test_sqrt_update(rng):
+    X, num = positive(rng, (4, 6)), positive(rng, (4, 6))
+    expected = np.sqrt(X * num)
+    k.sqrt_update(X, num)
+    np.testing.assert_array_equal(X, expected)
+
+
+def test_normalize_rows_to_unit_l2_keeps_wh(rng):
+    W, H = positive(rng, (6, 3)), positive(rng, (3, 8))
+    H[1] = 0.0
+    WH = W @ H
+    k.normalize_rows_to_unit_l2(H, W)
+    np.testing.assert_allclose(np.linalg.norm(H, axis=1), [1.0, 0.0, 1.0], rtol=1e-15)
+    np.testing.assert_allclose(W @ H, WH, rtol=1e-14)
+
+
+def test_normalize_columns_to_unit_sum(rng):
+    W = positive(rng, (6, 3))
+    W[:, 2] = 0.0
+    k.normalize_columns_to_unit_sum(W)
+    np.testing.assert_allclose(W.sum(axis=0), [1.0, 1.0, 0.0], rtol=1e-15)
+
+
+def test_half_squared_residual(rng):
+    V, WH = positive(rng, (9, 11)), positive(rng, (9, 11))
+    assert k.half_squared_residual(V, WH) == pytest.approx(0.5 * np.sum((V - WH) ** 2), rel=1e-14)
+
+
+def test_divergence_and_quotient(rng):
+    V, WH = positive(rng, (6, 5)), positive(rng, (6, 5))
+    V[0, 0] = 0.0  # contributes WH to D and 0 to C
+    C = np.empty_like(V)
+    D = k.divergence_and_quotient(V, WH, 1e-9, C)
+    safe = np.where(V > 0, V, 1.0)
+    expected = np.sum(np.where(V > 0, V * np.log(safe / WH), 0.0) - V + WH)
+    assert D == pytest.approx(expected, rel=1e-13)
+    np.testing.assert_array_equal(C, np.where(V > 0, V / (WH + 1e-9), 0.0))
+    Q = np.empty_like(V)
+    k.quotient(V, WH, 1e-9, Q)
+    np.testing.assert_array_equal(Q, C)
+
+
+def test_divergence_is_infinite_where_wh_vanishes_under_data():
+    V = np.array([[1.0, 0.0]])
+    WH = np.array([[0.0, 0.0]])
+    C = np.empty_like(V)
+    assert k.divergence_and_quotient(V, WH, 0.0, C) == np.inf
+    assert C[0, 1] == 0.0
