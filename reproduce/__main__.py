@@ -1,4 +1,4 @@
-"""Command line: ``python -m reproduce {all,fig1,...,fig6,sec5} [options]``."""
+"""Command line: ``python -m reproduce {all,fig1,...,fig6,sec5,compare} [options]``."""
 
 import argparse
 import importlib
@@ -7,6 +7,7 @@ import time
 
 from reproduce import FIGURES
 from reproduce._harness import Options
+from reproduce.compare import DATASETS
 
 
 def build_parser():
@@ -21,9 +22,17 @@ def build_parser():
     parser.add_argument(
         "targets",
         nargs="+",
-        choices=("all",) + FIGURES,
+        choices=("all",) + FIGURES + ("compare",),
         metavar="TARGET",
-        help="'all' or one or more of: " + ", ".join(FIGURES),
+        help="'all' (every figure) or one or more of: "
+        + ", ".join(FIGURES)
+        + "; 'compare' runs the side-by-side comparison with standard NMF",
+    )
+    parser.add_argument(
+        "--dataset",
+        choices=("all",) + DATASETS,
+        default="all",
+        help="data set of 'compare' (default: all of " + ", ".join(DATASETS) + ")",
     )
     parser.add_argument(
         "--quick",
@@ -49,7 +58,9 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    targets = FIGURES if "all" in args.targets else tuple(dict.fromkeys(args.targets))
+    targets = tuple(dict.fromkeys(args.targets))
+    if "all" in targets:
+        targets = FIGURES + tuple(t for t in targets if t == "compare")
     options = Options(
         quick=args.quick,
         seed=args.seed,
@@ -62,7 +73,11 @@ def main(argv=None):
     for name in targets:
         module = importlib.import_module(f"reproduce.{name}")
         t0 = time.perf_counter()
-        paths = module.main(options)
+        if name == "compare":
+            chosen = DATASETS if args.dataset == "all" else (args.dataset,)
+            paths = module.main(options, chosen)
+        else:
+            paths = module.main(options)
         print(f"[{name}] done in {time.perf_counter() - t0:.1f} s -> {', '.join(map(str, paths))}")
     print(f"reproduce: {len(targets)} target(s) in {time.perf_counter() - start:.1f} s")
     return 0

@@ -46,13 +46,18 @@ def _warm_kernels():
                     parallel=parallel,
                 )
 
+
 def _missing_real_data():
     """Return the data folder and the registry files missing from it."""
     from nmfsc.datasets._fetchers import DATASETS, default_gate
 
     folder = default_gate().path
-    missing = [name for dataset in DATASETS.values() for name in dataset.files
-               if not (folder / name).is_file()]
+    missing = [
+        name
+        for dataset in DATASETS.values()
+        for name in dataset.files
+        if not (folder / name).is_file()
+    ]
     return folder, missing
 
 
