@@ -99,11 +99,19 @@ def _hash_files(paths) -> str:
     return digest.hexdigest()[:16]
 
 
+_NOT_IN_CODE_VERSION = {"plotting.py", "scores.py", "estimator.py", "__main__.py"}
+
+
 @functools.cache
 def code_version() -> str:
-    """Hash of the library's and the harness's source: a change recomputes."""
+    """Hash of the source that decides a run's W and H: a change recomputes.
+
+    Modules that only draw, score or wrap results (plotting, scores, the
+    estimator) are left out, so changing them reuses the cached factorisations.
+    """
     package = Path(nmfsc.__file__).resolve().parent
-    files = [p for p in package.rglob("*.py")] + [Path(__file__).resolve()]
+    files = [p for p in package.rglob("*.py") if p.name not in _NOT_IN_CODE_VERSION]
+    files.append(Path(__file__).resolve())
     return f"{nmfsc.__version__}+{_hash_files(files)}"
 
 

@@ -122,6 +122,13 @@ class _Trace:
         self.overhead = 0.0
         self.start = time.perf_counter()
 
+    def record_start(self, W, H):
+        """The error of the shared start, at time 0 (its computation is not counted)."""
+        now = time.perf_counter()
+        self.times.append(0.0)
+        self.errors.append(relative_error(self.V, W, H, self.norm_V))
+        self.overhead += time.perf_counter() - now
+
     def record(self, W, H, iteration):
         now = time.perf_counter()
         if iteration <= 20 or iteration % 5 == 0:
@@ -147,6 +154,7 @@ def run_nmfsc_method(method, problem, start, options, **params):
     max_iter, max_time = _budget(problem, options)
     W0, H0 = start
     trace = _Trace(problem.V)
+    trace.record_start(W0, H0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
         result = solver(
@@ -189,6 +197,7 @@ def run_sklearn(problem, start, options, *, penalty=None, alpha=0.0, label="skle
     coef, basis = H0.T.copy(), W0.T.copy()
     X = problem.V.T
     trace = _Trace(problem.V)
+    trace.record_start(W0, H0)
     alpha_W = alpha if penalty == "H" else 0.0
     alpha_H = alpha if penalty == "W" else 0.0
     n_iter, stop = 0, "max_iter"
@@ -214,7 +223,7 @@ def run_sklearn(problem, start, options, *, penalty=None, alpha=0.0, label="skle
         if model.n_iter_ < chunk:
             stop = "tol"
             break
-        if max_time is not None and trace.times and trace.times[-1] >= max_time:
+        if max_time is not None and trace.times[-1] >= max_time:
             stop = "max_time"
             break
     wall = time.perf_counter() - trace.start - trace.overhead
@@ -239,7 +248,8 @@ def tune_sklearn_alpha(problem, start, options, target, penalty, log=print):
         row, _ = run_sklearn(problem, start, fast, penalty=penalty, alpha=alpha)
         key = "sparseness_W_mean" if penalty == "W" else "sparseness_H_mean"
         value = row[key]
-        return -np.inf if value is None else value
+        # Every component zeroed: the penalty is too strong, count it as above target.
+        return np.inf if value is None else value
 
     lo, hi = 0.0, 1e-6
     fits = 0
@@ -391,9 +401,9 @@ def curves_figure(problem, rows, traces):
     fig = Figure(figsize=(7, 4.5), layout="constrained")
     ax = fig.subplots()
     for row, trace in zip(rows, traces, strict=True):
-        times = np.maximum(np.asarray(trace.times), 1e-4)
-        ax.plot(times, trace.errors, marker=".", markersize=3, label=row["method"])
-    ax.set_xscale("log")
+        ax.plot(trace.times, trace.errors, marker=".", markersize=3, label=row["method"])
+    ax.set_xscale("symlog", linthresh=1e-3)
+    ax.set_yscale("log")
     ax.set_xlabel("wall time (s)")
     ax.set_ylabel(r"relative error $\|V - WH\|_F / \|V\|_F$")
     ax.set_title(f"Relative error against time on {problem.name}")
