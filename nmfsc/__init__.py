@@ -4,6 +4,7 @@ A Python implementation of Hoyer (2004), "Non-negative matrix factorization with
 sparseness constraints", Journal of Machine Learning Research 5:1457-1469.
 """
 
+from nmfsc.estimator import SparseNMF
 from nmfsc.projection import project, project_batch
 from nmfsc.scores import locality, orientation, sparseness_summary, summarize_scores
 from nmfsc.solvers import (
@@ -22,6 +23,7 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "ConvergenceWarning",
     "NMFResult",
+    "SparseNMF",
     "l1_for_sparseness",
     "local_nmf",
     "locality",

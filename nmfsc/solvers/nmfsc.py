@@ -51,7 +51,7 @@ from nmfsc.solvers._docs import EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import Steps, solve
 from nmfsc.sparseness import l1_for_sparseness
 
-__all__ = ["nmf_sc"]
+__all__ = ["nmf_sc"]  # and the private _fit_coefficients, used by nmfsc.SparseNMF.transform
 
 MU_MIN = 1e-200
 MU_GROWTH = 1.2
@@ -153,13 +153,16 @@ class SparseSteps(Steps):
         new = {"W": W, "H": H, "mu_W": mu_w, "mu_H": mu_h}
         return new, self._objective(W, H), reason
 
-    def _h_multiplicative(self, W, H):
+    def _h_multiplicative(self, W, H, rescale=True):
+        """The multiplicative H update; with ``rescale`` (nmf_sc) rows of H are
+        then scaled to unit L2 norm and W's columns take the norms."""
         WtV = W.T @ self.V
         WtW = W.T @ W
         H = H.copy()
         _k.multiplicative_update(H, WtV, WtW @ H, EPS)
-        W = W.copy()
-        _k.normalize_rows_to_unit_l2(H, W)
+        if rescale:
+            W = W.copy()
+            _k.normalize_rows_to_unit_l2(H, W)
         return W, H
 
     def _w_multiplicative(self, W, H):
@@ -213,6 +216,91 @@ class SparseSteps(Steps):
             mu /= 2.0
             if mu < MU_MIN:
                 return None, mu
+
+
+class CoefficientSteps(SparseSteps):
+    """nmf_sc's H step alone, W fixed: the coefficients of data for a given basis.
+
+    With s_H set, the projected gradient step of :class:`SparseSteps` (rows of H
+    at unit L2 norm and sparseness s_H); otherwise the multiplicative update
+    without the row rescaling (which would change W). The start is nmf_sc's:
+    rows of H scaled to unit L2 norm (and projected if s_H is set); W is used
+    as given (no projection).
+    """
+
+    name = "nmf_sc (coefficients, W fixed)"
+
+    def __init__(self, V, n_components, sparseness_h):
+        super().__init__(V, n_components, None, sparseness_h)
+
+    def step(self, state):
+        W, H = state["W"], state["H"]
+        mu_h = float(state["mu_H"])
+        if self.proj_h is None:
+            _, H = self._h_multiplicative(W, H, rescale=False)
+        else:
+            H, mu_h = self._h_projected(W, H, mu_h)
+            if H is None:
+                return {**state, "mu_H": mu_h}, None, "step_size"
+        new = {"W": W, "H": H, "mu_W": state["mu_W"], "mu_H": mu_h}
+        return new, self._objective(W, H), None
+
+
+def _fit_coefficients(
+    V,
+    W,
+    *,
+    sparseness_h=None,
+    random_state=None,
+    max_iter=10000,
+    tol=1e-5,
+    window=10,
+    max_time=None,
+    progress=False,
+):
+    """H for data V (N x T) with the basis W (N x M, in V's units) held fixed.
+
+    Runs nmf_sc's H step (see :class:`CoefficientSteps`) in the shared loop,
+    with its stopping rule, warnings and result; the returned NMFResult's W is
+    the given W (up to rounding by ``max(V)``), its H the coefficients. H starts
+    from the random draw of ``random_state`` (SPEC's start, W's draw unused).
+    With ``sparseness_h`` set, every row of H -- one component's coefficients
+    across the T samples of *this* V -- is kept at unit L2 norm and that
+    sparseness, as in nmf_sc; T must then be at least 2.
+    """
+    s_h = check_optional_sparseness(sparseness_h, "sparseness_h")
+    V_arr = np.asarray(V) if not hasattr(V, "nnz") else V
+    if s_h is not None and getattr(V_arr, "ndim", 0) == 2 and V_arr.shape[1] < 2:
+        raise ValueError(
+            "sparseness_h is set, but V has a single sample (column): the sparseness of "
+            "a row of H across samples needs at least 2 samples"
+        )
+    W = np.asarray(W)
+    if W.ndim != 2:
+        raise ValueError(f"W must be 2-D, got an array with ndim={W.ndim}")
+
+    def make_steps(Vn, M):
+        return CoefficientSteps(Vn, M, s_h)
+
+    return solve(
+        make_steps,
+        V,
+        W.shape[1],
+        solver_params={"sparseness_h": s_h, "fixed_W": True},
+        W_init=W,
+        H_init=None,
+        random_state=random_state,
+        max_iter=max_iter,
+        tol=tol,
+        window=window,
+        max_time=max_time,
+        callback=None,
+        progress=progress,
+        checkpoint=None,
+        checkpoint_every=50,
+        checkpoint_seconds=None,
+        resume=False,
+    )
 
 
 @document(EUCLIDEAN_UNITS)
