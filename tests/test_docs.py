@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-DOCS = Path(__file__).parents[1] / "docs"
-GUIDES = ["tutorial.md", "solvers.md"]
+ROOT = Path(__file__).parents[1]
+GUIDES = ["README.md", "docs/tutorial.md", "docs/solvers.md"]
 
 
 def python_blocks(path):
@@ -15,10 +15,10 @@ def python_blocks(path):
 
 @pytest.mark.parametrize("name", GUIDES)
 def test_code_blocks_run(name, tmp_path, monkeypatch):
-    path = DOCS / name
+    path = ROOT / name
     blocks = python_blocks(path)
     assert blocks, f"{path} has no python code blocks"
     monkeypatch.chdir(tmp_path)  # the guides write their outputs to the working folder
     namespace = {"__name__": f"docs_{path.stem}"}
     for k, block in enumerate(blocks):
-        exec(compile(block, f"docs/{name}, python block {k}", "exec"), namespace)
+        exec(compile(block, f"{name}, python block {k}", "exec"), namespace)
