@@ -30,9 +30,10 @@ def build_parser():
     )
     parser.add_argument(
         "--dataset",
+        nargs="+",
         choices=("all",) + DATASETS,
-        default="all",
-        help="data set of 'compare' (default: all of " + ", ".join(DATASETS) + ")",
+        default=["all"],
+        help="data set(s) of 'compare' (default: all of " + ", ".join(DATASETS) + ")",
     )
     parser.add_argument(
         "--quick",
@@ -74,7 +75,7 @@ def main(argv=None):
         module = importlib.import_module(f"reproduce.{name}")
         t0 = time.perf_counter()
         if name == "compare":
-            chosen = DATASETS if args.dataset == "all" else (args.dataset,)
+            chosen = DATASETS if "all" in args.dataset else tuple(dict.fromkeys(args.dataset))
             paths = module.main(options, chosen)
         else:
             paths = module.main(options)

@@ -12,7 +12,9 @@ stopping rule or the time cap:
   the paper's three values);
 - ``nmf_sc`` at the paper's settings for the real data (CBCL sW = 0.8 as Figure 3a,
   ORL sW = 0.6 as Figure 4b, natural sH = 0.85 as Figure 5) and, for the
-  synthetic data, sW = the mean sparseness of the true parts;
+  synthetic data, sW = the mean sparseness of the true parts (bars: 0.74), except
+  on the swimmer data, where that level (0.95) leaves nmf_sc in a poor local
+  minimum and sW = 0.8 is used;
 - when scikit-learn is installed, ``sklearn.decomposition.NMF(solver="cd")``
   plain, and with its L1 penalty on the factor that nmf_sc constrains, tuned by a
   log-scale bisection until that factor's mean sparseness matches nmf_sc's target.
@@ -81,15 +83,19 @@ def load_problem(name: str, seed: int) -> Problem:
         return Problem(name, V, 72, (12, 12), {"sparseness_h": 0.85})
     if name == "swimmer":
         V, parts = datasets.swimmer()
-        return _synthetic(name, V, parts, 17, (32, 32), parts[:, 1:])
+        # The parts' own sparseness (0.95) traps nmf_sc in a poor local minimum
+        # (relative error 0.70, limb recovery 0.22 from seed 0); 0.8 recovers the
+        # limbs (0.91). Measured with nmf_sc, seed 0, 3000 iterations.
+        return _synthetic(name, V, parts, 17, (32, 32), parts[:, 1:], target=0.8)
     if name == "bars":
         V, parts = datasets.bars(n_samples=1000, size=8, random_state=seed)
         return _synthetic(name, V, parts, 16, (8, 8), parts)
     raise ValueError(f"unknown data set {name!r}; choose from {', '.join(DATASETS)}")
 
 
-def _synthetic(name, V, parts, n_components, shape, scored_parts):
-    target = round(float(np.mean(nmfsc.sparseness(parts, axis=0))), 2)
+def _synthetic(name, V, parts, n_components, shape, scored_parts, target=None):
+    if target is None:
+        target = round(float(np.mean(nmfsc.sparseness(parts, axis=0))), 2)
     return Problem(name, V, n_components, shape, {"sparseness_w": target}, scored_parts)
 
 
@@ -415,6 +421,15 @@ def curves_figure(problem, rows, traces):
 # --------------------------------------------------------------------------
 # The command
 # --------------------------------------------------------------------------
+def _warm_up(plan):
+    """Compile (or load) every solver's kernels first, so no method's time includes it."""
+    V = np.abs(np.random.default_rng(0).standard_normal((6, 5))) + 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        for method, params in plan:
+            getattr(nmfsc, method)(V, 2, random_state=0, max_iter=2, **params)
+
+
 def compare_dataset(name, options, log=print):
     """Run every method on one data set and write its table, JSON and figures."""
     from nmfsc.plotting import save_figure
@@ -433,6 +448,7 @@ def compare_dataset(name, options, log=print):
         ("sparse_nmf", {"alpha": SPARSE_NMF_ALPHA}),
         ("nmf_sc", problem.nmf_sc_params),
     ]
+    _warm_up(plan)
     rows, traces = [], []
     for method, params in plan:
         row, trace = run_nmfsc_method(method, problem, start, options, **params)
@@ -452,19 +468,33 @@ def compare_dataset(name, options, log=print):
             ("W" if key == "sparseness_w" else "H", value)
             for key, value in problem.nmf_sc_params.items()
         )
-        alpha, achieved, fits = tune_sklearn_alpha(problem, start, options, target, penalty, log)
-        row, trace = run_sklearn(
-            problem, start, options, penalty=penalty, alpha=alpha, label="sklearn_cd_l1"
-        )
-        rows.append(row)
-        traces.append(trace)
-        tuning = {
-            "penalty_on": penalty,
-            "target_sparseness": target,
-            "alpha": alpha,
-            "achieved_in_tuning": achieved,
-            "fits": fits,
-        }
+        plain = row["sparseness_W_mean" if penalty == "W" else "sparseness_H_mean"]
+        if plain is not None and plain >= target:
+            # An L1 penalty only raises sparseness: nothing to tune.
+            tuning = {
+                "penalty_on": penalty,
+                "target_sparseness": target,
+                "alpha": None,
+                "note": f"plain scikit-learn NMF is already sparser ({plain:.3f}) than the "
+                "target; an L1 penalty cannot lower it, so sklearn_cd_l1 is left out",
+            }
+            log(f"  sklearn L1 on {penalty}: not tuned, {tuning['note']}")
+        else:
+            alpha, achieved, fits = tune_sklearn_alpha(
+                problem, start, options, target, penalty, log
+            )
+            row, trace = run_sklearn(
+                problem, start, options, penalty=penalty, alpha=alpha, label="sklearn_cd_l1"
+            )
+            rows.append(row)
+            traces.append(trace)
+            tuning = {
+                "penalty_on": penalty,
+                "target_sparseness": target,
+                "alpha": alpha,
+                "achieved_in_tuning": achieved,
+                "fits": fits,
+            }
     else:
         log("  scikit-learn is not installed: its NMF is left out of the comparison")
 
