@@ -34,9 +34,13 @@ expansion loses precision by cancellation when E is small next to ||V||^2
 values computed by the same expansion from the same products (the objective
 before the step is recomputed that way, not taken from the history): the
 comparison is then between two nearly equally rounded numbers. The objective
-recorded after each iteration is computed exactly, as 0.5 ||V - W H||_F^2 from
-the product W H (one extra product per iteration), so the history is accurate
-even when E is tiny; it is non-increasing up to that rounding.
+recorded after each iteration is the last step's value by the same expansion
+(the accepted trial's energy, or for a multiplicative W step the expansion with
+the new W), so recording it costs no N x T product; when it is below 1e-4
+||V||^2, where the cancellation would cost more than about 1e-11 of its
+relative accuracy, it is recomputed exactly as 0.5 ||V - W H||_F^2 from W H
+(see :func:`nmfsc.solvers._common.expanded_objective`). The history is
+non-increasing up to that rounding.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ import numpy as np
 from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import updates as _k
 from nmfsc.projection import _max_filter_passes
-from nmfsc.solvers._common import check_optional_sparseness
+from nmfsc.solvers._common import EXACT_BELOW, check_optional_sparseness, expanded_objective
 from nmfsc.solvers._docs import EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import Steps, solve
 from nmfsc.sparseness import l1_for_sparseness
@@ -138,20 +142,28 @@ class SparseSteps(Steps):
         if self.proj_h is None:
             W, H = self._h_multiplicative(W, H)
         else:
-            H, mu_h = self._h_projected(W, H, mu_h)
+            H, mu_h, _ = self._h_projected(W, H, mu_h)
             if H is None:  # no descent step: converged; only mu_H changed
                 return {**state, "mu_H": mu_h}, None, "step_size"
         reason = None
         if self.proj_w is None:
-            W = self._w_multiplicative(W, H)
+            W, energy = self._w_multiplicative(W, H)
         else:
-            W_new, mu_w = self._w_projected(W, H, mu_w)
+            W_new, mu_w, energy = self._w_projected(W, H, mu_w)
             if W_new is None:
                 reason = "step_size"  # H has moved; W stays
             else:
                 W = W_new
         new = {"W": W, "H": H, "mu_W": mu_w, "mu_H": mu_h}
-        return new, self._objective(W, H), reason
+        return new, self._recorded(energy, W, H), reason
+
+    def _recorded(self, energy, W, H):
+        """The objective to record for (W, H): ``energy``, its value by the
+        expansion from the last step's products, unless it is below
+        ``EXACT_BELOW ||V||^2`` (or not a number), where it is recomputed exactly."""
+        if energy >= EXACT_BELOW * self.vv:
+            return energy
+        return self._objective(W, H)
 
     def _h_multiplicative(self, W, H, rescale=True):
         """The multiplicative H update; with ``rescale`` (nmf_sc) rows of H are
@@ -166,18 +178,19 @@ class SparseSteps(Steps):
         return W, H
 
     def _w_multiplicative(self, W, H):
+        """The multiplicative W update; returns the new W and E(W, H) by the expansion."""
         VHt = self.V @ H.T
         HHt = H @ H.T
         W = W.copy()
         _k.multiplicative_update(W, VHt, W @ HHt, EPS)
-        return W
+        return W, expanded_objective(self.vv, VHt, W, HHt, columns=True)
 
     def _h_projected(self, W, H, mu):
         WtV = W.T @ self.V
         WtW = W.T @ W
 
         def energy(X):
-            return 0.5 * (self.vv - 2.0 * np.vdot(WtV, X) + np.vdot(WtW, X @ X.T))
+            return expanded_objective(self.vv, WtV, X, WtW, columns=False)
 
         before = energy(H)
         dH = WtW @ H - WtV
@@ -186,18 +199,20 @@ class SparseSteps(Steps):
             np.multiply(dH, mu, out=trial)
             np.subtract(H, trial, out=trial)
             projected = self.proj_h.rows(trial)
-            if projected is not None and energy(projected) <= before:
-                return projected.copy(), mu * MU_GROWTH
+            if projected is not None:
+                after = energy(projected)
+                if after <= before:
+                    return projected.copy(), mu * MU_GROWTH, after
             mu /= 2.0
             if mu < MU_MIN:
-                return None, mu
+                return None, mu, before
 
     def _w_projected(self, W, H, mu):
         VHt = self.V @ H.T
         HHt = H @ H.T
 
         def energy(X):
-            return 0.5 * (self.vv - 2.0 * np.vdot(VHt, X) + np.vdot(HHt, X.T @ X))
+            return expanded_objective(self.vv, VHt, X, HHt, columns=True)
 
         before = energy(W)
         dW = W @ HHt - VHt
@@ -211,11 +226,12 @@ class SparseSteps(Steps):
                 projected = self.proj_w.rows(columns, norms)
                 if projected is not None:
                     W_new = np.ascontiguousarray(projected.T)
-                    if energy(W_new) <= before:
-                        return W_new, mu * MU_GROWTH
+                    after = energy(W_new)
+                    if after <= before:
+                        return W_new, mu * MU_GROWTH, after
             mu /= 2.0
             if mu < MU_MIN:
-                return None, mu
+                return None, mu, before
 
 
 class CoefficientSteps(SparseSteps):
@@ -238,12 +254,15 @@ class CoefficientSteps(SparseSteps):
         mu_h = float(state["mu_H"])
         if self.proj_h is None:
             _, H = self._h_multiplicative(W, H, rescale=False)
+            energy = None  # _h_multiplicative keeps no products: recorded exactly below
         else:
-            H, mu_h = self._h_projected(W, H, mu_h)
+            H, mu_h, energy = self._h_projected(W, H, mu_h)
             if H is None:
                 return {**state, "mu_H": mu_h}, None, "step_size"
         new = {"W": W, "H": H, "mu_W": state["mu_W"], "mu_H": mu_h}
-        return new, self._objective(W, H), None
+        if energy is None:
+            return new, self._objective(W, H), None
+        return new, self._recorded(energy, W, H), None
 
 
 def _fit_coefficients(
