@@ -20,6 +20,12 @@ against
   ``beta_loss="frobenius"``, ``init="custom"`` from the same W and H,
   ``tol=0`` so that it never stops early, no regularisation).
 
+BLAS threads. Every method spends most of its time in BLAS products; the
+machine line gives the BLAS and its thread count. ``--blas-threads 1`` limits
+it for every method alike (on a machine whose cores are busy with other jobs a
+multi-threaded OpenBLAS can stall for a scheduler time slice at every call,
+which swamps the comparison).
+
 Timing. Every method runs K iterations, best of R runs, after a warm-up run
 (numba compilation). nmfsc's time is the loop time it records itself
 (``result.times[-1] / n_iter``: the iterations with their objective history,
@@ -286,8 +292,19 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="few iterations, one repeat")
     parser.add_argument("--iters", type=int, default=None, help="iterations per run (>= 2)")
     parser.add_argument("--repeats", type=int, default=None, help="runs (best is kept)")
+    parser.add_argument(
+        "--blas-threads",
+        type=int,
+        default=None,
+        help="limit BLAS to this many threads for every method (threadpoolctl); on a "
+        "machine shared with other jobs a multi-threaded BLAS can stall at every call",
+    )
     args = parser.parse_args(argv)
-    iters = max(2, args.iters or (4 if args.quick else 20))
+    if args.blas_threads is not None:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=args.blas_threads, user_api="blas")
+    iters = max(2, args.iters or (4 if args.quick else 15))
     repeats = args.repeats or (1 if args.quick else 3)
     wall = time.perf_counter()
     passed = True

@@ -26,6 +26,37 @@ def multiplicative_update(X, num, den, eps):
 
 
 @njit(cache=True, error_model="numpy")
+def multiplicative_update_into(X, num, den, eps, out, row_ss):
+    """``out = X * (num / (den + eps))`` (the same rounding as
+    :func:`multiplicative_update`, without a copy of X first), and
+    ``row_ss[i] = sum_j out[i, j]**2`` in the same pass, summed in the order of
+    :func:`normalize_rows_to_unit_l2` (for :func:`scale_rows_to_unit_l2`)."""
+    rows, cols = X.shape
+    for i in range(rows):
+        ss = 0.0
+        for j in range(cols):
+            v = X[i, j] * (num[i, j] / (den[i, j] + eps))
+            out[i, j] = v
+            ss += v * v
+        row_ss[i] = ss
+
+
+@njit(cache=True, error_model="numpy")
+def scale_rows_to_unit_l2(H, W, row_ss):
+    """:func:`normalize_rows_to_unit_l2` with the rows' sums of squares given
+    (as :func:`multiplicative_update_into` leaves them): the same result."""
+    M, T = H.shape
+    N = W.shape[0]
+    for j in range(M):
+        norm = math.sqrt(row_ss[j])
+        if norm > 0.0:
+            for t in range(T):
+                H[j, t] /= norm
+            for i in range(N):
+                W[i, j] *= norm
+
+
+@njit(cache=True, error_model="numpy")
 def outer_sum_update(X, num, r, c):
     """``X[i, j] *= num[i, j] / (r[i] + c[j])``.
 

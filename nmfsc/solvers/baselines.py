@@ -44,16 +44,20 @@ class EuclideanSteps(Steps):
         return _k.half_squared_residual(self.V, self.WH)
 
     def step(self, state):
-        W, H = state["W"].copy(), state["H"].copy()
-        _k.multiplicative_update(H, W.T @ self.V, (W.T @ W) @ H, EPS)
+        W0, H0 = state["W"], state["H"]
+        # New arrays written by the kernels (the state is not modified); the
+        # H update also leaves the squared row norms for the rescaling.
+        H, W = np.empty_like(H0), np.empty_like(W0)
+        row_ss, unused = np.empty(H.shape[0]), np.empty(W.shape[0])
+        _k.multiplicative_update_into(H0, W0.T @ self.V, (W0.T @ W0) @ H0, EPS, H, row_ss)
         VHt, HHt = self.V @ H.T, H @ H.T
-        _k.multiplicative_update(W, VHt, W @ HHt, EPS)
+        _k.multiplicative_update_into(W0, VHt, W0 @ HHt, EPS, W, unused)
         # The objective of the new (W, H) from the W step's products, without
         # forming W H (see expanded_objective); exact when it is small.
         objective = expanded_objective(self.vv, VHt, W, HHt, columns=True)
         if not objective >= EXACT_BELOW * self.vv:
             objective = None
-        _k.normalize_rows_to_unit_l2(H, W)
+        _k.scale_rows_to_unit_l2(H, W, row_ss)
         if objective is None:
             objective = self._objective(W, H)
         return {"W": W, "H": H}, objective, None
