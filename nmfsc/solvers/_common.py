@@ -130,7 +130,7 @@ def safe_sparseness(X, axis):
 EXACT_BELOW = 1e-4
 
 
-def expanded_objective(vv, A, X, G, columns):
+def expanded_objective(vv, A, X, G, columns, quad=None):
     """``0.5 ||V - W H||_F^2`` from products an iteration has already computed.
 
     For a W step (``columns=True``: ``X = W``, ``A = V H^T``, ``G = H H^T``)::
@@ -144,7 +144,9 @@ def expanded_objective(vv, A, X, G, columns):
     ||V||^2 (about 1e-16 ||V||^2 to 1e-15 ||V||^2), so its *relative* error is
     that over E. Callers that record it recompute E exactly when it is below
     ``EXACT_BELOW * vv``, which bounds the relative error of every recorded
-    objective by about 1e-11.
+    objective by about 1e-11. ``quad`` is ``W^T W`` (``H H^T``) if the caller
+    has it.
     """
-    quad = X.T @ X if columns else X @ X.T
+    if quad is None:
+        quad = X.T @ X if columns else X @ X.T
     return 0.5 * (vv - 2.0 * float(np.vdot(A, X)) + float(np.vdot(G, quad)))

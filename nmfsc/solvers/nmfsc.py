@@ -139,17 +139,18 @@ class SparseSteps(Steps):
     def step(self, state):
         W, H = state["W"], state["H"]
         mu_w, mu_h = float(state["mu_W"]), float(state["mu_H"])
+        HHt = None  # H H^T of the new H, when the H step has computed it
         if self.proj_h is None:
             W, H = self._h_multiplicative(W, H)
         else:
-            H, mu_h, _ = self._h_projected(W, H, mu_h)
+            H, mu_h, _, HHt = self._h_projected(W, H, mu_h)
             if H is None:  # no descent step: converged; only mu_H changed
                 return {**state, "mu_H": mu_h}, None, "step_size"
         reason = None
         if self.proj_w is None:
-            W, energy = self._w_multiplicative(W, H)
+            W, energy = self._w_multiplicative(W, H, HHt)
         else:
-            W_new, mu_w, energy = self._w_projected(W, H, mu_w)
+            W_new, mu_w, energy = self._w_projected(W, H, mu_w, HHt)
             if W_new is None:
                 reason = "step_size"  # H has moved; W stays
             else:
@@ -170,27 +171,31 @@ class SparseSteps(Steps):
         then scaled to unit L2 norm and W's columns take the norms."""
         WtV = W.T @ self.V
         WtW = W.T @ W
-        H = H.copy()
-        _k.multiplicative_update(H, WtV, WtW @ H, EPS)
+        H_new, row_ss = np.empty_like(H), np.empty(H.shape[0])
+        _k.multiplicative_update_into(H, WtV, WtW @ H, EPS, H_new, row_ss)
         if rescale:
             W = W.copy()
-            _k.normalize_rows_to_unit_l2(H, W)
-        return W, H
+            _k.scale_rows_to_unit_l2(H_new, W, row_ss)
+        return W, H_new
 
-    def _w_multiplicative(self, W, H):
+    def _w_multiplicative(self, W, H, HHt=None):
         """The multiplicative W update; returns the new W and E(W, H) by the expansion."""
         VHt = self.V @ H.T
-        HHt = H @ H.T
-        W = W.copy()
-        _k.multiplicative_update(W, VHt, W @ HHt, EPS)
+        HHt = H @ H.T if HHt is None else HHt
+        W_new = np.empty_like(W)
+        _k.multiplicative_update_into(W, VHt, W @ HHt, EPS, W_new, np.empty(W.shape[0]))
+        W = W_new
         return W, expanded_objective(self.vv, VHt, W, HHt, columns=True)
 
     def _h_projected(self, W, H, mu):
+        """The projected gradient H step. Returns the new H (None if no step
+        size gives descent), the new step size, E(W, H) by the expansion, and
+        H H^T of the new H (which the W step needs too)."""
         WtV = W.T @ self.V
         WtW = W.T @ W
 
-        def energy(X):
-            return expanded_objective(self.vv, WtV, X, WtW, columns=False)
+        def energy(X, quad=None):
+            return expanded_objective(self.vv, WtV, X, WtW, columns=False, quad=quad)
 
         before = energy(H)
         dH = WtW @ H - WtV
@@ -200,16 +205,17 @@ class SparseSteps(Steps):
             np.subtract(H, trial, out=trial)
             projected = self.proj_h.rows(trial)
             if projected is not None:
-                after = energy(projected)
+                quad = projected @ projected.T
+                after = energy(projected, quad)
                 if after <= before:
-                    return projected.copy(), mu * MU_GROWTH, after
+                    return projected.copy(), mu * MU_GROWTH, after, quad
             mu /= 2.0
             if mu < MU_MIN:
-                return None, mu, before
+                return None, mu, before, None
 
-    def _w_projected(self, W, H, mu):
+    def _w_projected(self, W, H, mu, HHt=None):
         VHt = self.V @ H.T
-        HHt = H @ H.T
+        HHt = H @ H.T if HHt is None else HHt
 
         def energy(X):
             return expanded_objective(self.vv, VHt, X, HHt, columns=True)
@@ -256,7 +262,7 @@ class CoefficientSteps(SparseSteps):
             _, H = self._h_multiplicative(W, H, rescale=False)
             energy = None  # _h_multiplicative keeps no products: recorded exactly below
         else:
-            H, mu_h, energy = self._h_projected(W, H, mu_h)
+            H, mu_h, energy, _ = self._h_projected(W, H, mu_h)
             if H is None:
                 return {**state, "mu_H": mu_h}, None, "step_size"
         new = {"W": W, "H": H, "mu_W": state["mu_W"], "mu_H": mu_h}
