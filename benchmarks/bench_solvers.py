@@ -304,7 +304,7 @@ def main(argv=None):
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(limits=args.blas_threads, user_api="blas")
-    iters = max(2, args.iters or (4 if args.quick else 15))
+    iters = max(2, args.iters or (4 if args.quick else 30))
     repeats = args.repeats or (1 if args.quick else 3)
     wall = time.perf_counter()
     passed = True
