@@ -79,3 +79,20 @@ def test_divergence_is_infinite_where_wh_vanishes_under_data():
     C = np.empty_like(V)
     assert k.divergence_and_quotient(V, WH, 0.0, C) == np.inf
     assert C[0, 1] == 0.0
+
+
+def test_multiplicative_update_into_and_scale_rows_match_the_in_place_kernels(rng):
+    X, num, den = positive(rng, (5, 11)), positive(rng, (5, 11)), positive(rng, (5, 11))
+    X[2] = 0.0  # a zero row stays zero, W's column unscaled
+    W = positive(rng, (4, 5))
+    out, row_ss = np.empty_like(X), np.empty(5)
+    k.multiplicative_update_into(X, num, den, 1e-9, out, row_ss)
+    expected, W_expected = X.copy(), W.copy()
+    k.multiplicative_update(expected, num, den, 1e-9)
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_allclose(row_ss, np.sum(expected**2, axis=1), rtol=1e-14)
+    k.scale_rows_to_unit_l2(out, W, row_ss)
+    k.normalize_rows_to_unit_l2(expected, W_expected)
+    np.testing.assert_allclose(out, expected, rtol=1e-14)  # sums of squares in another order
+    np.testing.assert_allclose(W, W_expected, rtol=1e-14)
+    np.testing.assert_array_equal(W[:, 2], W_expected[:, 2])

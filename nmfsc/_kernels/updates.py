@@ -26,6 +26,55 @@ def multiplicative_update(X, num, den, eps):
 
 
 @njit(cache=True, error_model="numpy")
+def multiplicative_update_into(X, num, den, eps, out, row_ss):
+    """``out = X * (num / (den + eps))`` (the same rounding as
+    :func:`multiplicative_update`, without a copy of X first), and
+    ``row_ss[i] = sum_j out[i, j]**2`` (for :func:`scale_rows_to_unit_l2`).
+
+    The sums of squares run in a second loop over the (cache-warm) rows with
+    four interleaved partial sums: a single running sum would be one long
+    dependency chain, several times slower than the update itself. The order is
+    fixed, so the result is deterministic; it may differ from the sequential
+    sum of :func:`normalize_rows_to_unit_l2` in the last bits.
+    """
+    rows, cols = X.shape
+    for i in range(rows):
+        for j in range(cols):
+            out[i, j] = X[i, j] * (num[i, j] / (den[i, j] + eps))
+    for i in range(rows):
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        j = 0
+        while j + 4 <= cols:
+            s0 += out[i, j] * out[i, j]
+            s1 += out[i, j + 1] * out[i, j + 1]
+            s2 += out[i, j + 2] * out[i, j + 2]
+            s3 += out[i, j + 3] * out[i, j + 3]
+            j += 4
+        while j < cols:
+            s0 += out[i, j] * out[i, j]
+            j += 1
+        row_ss[i] = (s0 + s1) + (s2 + s3)
+
+
+@njit(cache=True, error_model="numpy")
+def scale_rows_to_unit_l2(H, W, row_ss):
+    """:func:`normalize_rows_to_unit_l2` with the rows' sums of squares given
+    (as :func:`multiplicative_update_into` leaves them)."""
+    M, T = H.shape
+    N = W.shape[0]
+    for j in range(M):
+        norm = math.sqrt(row_ss[j])
+        if norm > 0.0:
+            for t in range(T):
+                H[j, t] /= norm
+            for i in range(N):
+                W[i, j] *= norm
+
+
+@njit(cache=True, error_model="numpy")
 def outer_sum_update(X, num, r, c):
     """``X[i, j] *= num[i, j] / (r[i] + c[j])``.
 

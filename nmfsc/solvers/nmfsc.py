@@ -34,9 +34,13 @@ expansion loses precision by cancellation when E is small next to ||V||^2
 values computed by the same expansion from the same products (the objective
 before the step is recomputed that way, not taken from the history): the
 comparison is then between two nearly equally rounded numbers. The objective
-recorded after each iteration is computed exactly, as 0.5 ||V - W H||_F^2 from
-the product W H (one extra product per iteration), so the history is accurate
-even when E is tiny; it is non-increasing up to that rounding.
+recorded after each iteration is the last step's value by the same expansion
+(the accepted trial's energy, or for a multiplicative W step the expansion with
+the new W), so recording it costs no N x T product; when it is below 1e-4
+||V||^2, where the cancellation would cost more than about 1e-11 of its
+relative accuracy, it is recomputed exactly as 0.5 ||V - W H||_F^2 from W H
+(see :func:`nmfsc.solvers._common.expanded_objective`). The history is
+non-increasing up to that rounding.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ import numpy as np
 from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import updates as _k
 from nmfsc.projection import _max_filter_passes
-from nmfsc.solvers._common import check_optional_sparseness
+from nmfsc.solvers._common import EXACT_BELOW, check_optional_sparseness, expanded_objective
 from nmfsc.solvers._docs import EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import Steps, solve
 from nmfsc.sparseness import l1_for_sparseness
@@ -135,49 +139,63 @@ class SparseSteps(Steps):
     def step(self, state):
         W, H = state["W"], state["H"]
         mu_w, mu_h = float(state["mu_W"]), float(state["mu_H"])
+        HHt = None  # H H^T of the new H, when the H step has computed it
         if self.proj_h is None:
             W, H = self._h_multiplicative(W, H)
         else:
-            H, mu_h = self._h_projected(W, H, mu_h)
+            H, mu_h, _, HHt = self._h_projected(W, H, mu_h)
             if H is None:  # no descent step: converged; only mu_H changed
                 return {**state, "mu_H": mu_h}, None, "step_size"
         reason = None
         if self.proj_w is None:
-            W = self._w_multiplicative(W, H)
+            W, energy = self._w_multiplicative(W, H, HHt)
         else:
-            W_new, mu_w = self._w_projected(W, H, mu_w)
+            W_new, mu_w, energy = self._w_projected(W, H, mu_w, HHt)
             if W_new is None:
                 reason = "step_size"  # H has moved; W stays
             else:
                 W = W_new
         new = {"W": W, "H": H, "mu_W": mu_w, "mu_H": mu_h}
-        return new, self._objective(W, H), reason
+        return new, self._recorded(energy, W, H), reason
+
+    def _recorded(self, energy, W, H):
+        """The objective to record for (W, H): ``energy``, its value by the
+        expansion from the last step's products, unless it is below
+        ``EXACT_BELOW ||V||^2`` (or not a number), where it is recomputed exactly."""
+        if energy >= EXACT_BELOW * self.vv:
+            return energy
+        return self._objective(W, H)
 
     def _h_multiplicative(self, W, H, rescale=True):
         """The multiplicative H update; with ``rescale`` (nmf_sc) rows of H are
         then scaled to unit L2 norm and W's columns take the norms."""
         WtV = W.T @ self.V
         WtW = W.T @ W
-        H = H.copy()
-        _k.multiplicative_update(H, WtV, WtW @ H, EPS)
+        H_new, row_ss = np.empty_like(H), np.empty(H.shape[0])
+        _k.multiplicative_update_into(H, WtV, WtW @ H, EPS, H_new, row_ss)
         if rescale:
             W = W.copy()
-            _k.normalize_rows_to_unit_l2(H, W)
-        return W, H
+            _k.scale_rows_to_unit_l2(H_new, W, row_ss)
+        return W, H_new
 
-    def _w_multiplicative(self, W, H):
+    def _w_multiplicative(self, W, H, HHt=None):
+        """The multiplicative W update; returns the new W and E(W, H) by the expansion."""
         VHt = self.V @ H.T
-        HHt = H @ H.T
-        W = W.copy()
-        _k.multiplicative_update(W, VHt, W @ HHt, EPS)
-        return W
+        HHt = H @ H.T if HHt is None else HHt
+        W_new = np.empty_like(W)
+        _k.multiplicative_update_into(W, VHt, W @ HHt, EPS, W_new, np.empty(W.shape[0]))
+        W = W_new
+        return W, expanded_objective(self.vv, VHt, W, HHt, columns=True)
 
     def _h_projected(self, W, H, mu):
+        """The projected gradient H step. Returns the new H (None if no step
+        size gives descent), the new step size, E(W, H) by the expansion, and
+        H H^T of the new H (which the W step needs too)."""
         WtV = W.T @ self.V
         WtW = W.T @ W
 
-        def energy(X):
-            return 0.5 * (self.vv - 2.0 * np.vdot(WtV, X) + np.vdot(WtW, X @ X.T))
+        def energy(X, quad=None):
+            return expanded_objective(self.vv, WtV, X, WtW, columns=False, quad=quad)
 
         before = energy(H)
         dH = WtW @ H - WtV
@@ -186,18 +204,21 @@ class SparseSteps(Steps):
             np.multiply(dH, mu, out=trial)
             np.subtract(H, trial, out=trial)
             projected = self.proj_h.rows(trial)
-            if projected is not None and energy(projected) <= before:
-                return projected.copy(), mu * MU_GROWTH
+            if projected is not None:
+                quad = projected @ projected.T
+                after = energy(projected, quad)
+                if after <= before:
+                    return projected.copy(), mu * MU_GROWTH, after, quad
             mu /= 2.0
             if mu < MU_MIN:
-                return None, mu
+                return None, mu, before, None
 
-    def _w_projected(self, W, H, mu):
+    def _w_projected(self, W, H, mu, HHt=None):
         VHt = self.V @ H.T
-        HHt = H @ H.T
+        HHt = H @ H.T if HHt is None else HHt
 
         def energy(X):
-            return 0.5 * (self.vv - 2.0 * np.vdot(VHt, X) + np.vdot(HHt, X.T @ X))
+            return expanded_objective(self.vv, VHt, X, HHt, columns=True)
 
         before = energy(W)
         dW = W @ HHt - VHt
@@ -211,11 +232,12 @@ class SparseSteps(Steps):
                 projected = self.proj_w.rows(columns, norms)
                 if projected is not None:
                     W_new = np.ascontiguousarray(projected.T)
-                    if energy(W_new) <= before:
-                        return W_new, mu * MU_GROWTH
+                    after = energy(W_new)
+                    if after <= before:
+                        return W_new, mu * MU_GROWTH, after
             mu /= 2.0
             if mu < MU_MIN:
-                return None, mu
+                return None, mu, before
 
 
 class CoefficientSteps(SparseSteps):
@@ -238,12 +260,15 @@ class CoefficientSteps(SparseSteps):
         mu_h = float(state["mu_H"])
         if self.proj_h is None:
             _, H = self._h_multiplicative(W, H, rescale=False)
+            energy = None  # _h_multiplicative keeps no products: recorded exactly below
         else:
-            H, mu_h = self._h_projected(W, H, mu_h)
+            H, mu_h, energy, _ = self._h_projected(W, H, mu_h)
             if H is None:
                 return {**state, "mu_H": mu_h}, None, "step_size"
         new = {"W": W, "H": H, "mu_W": state["mu_W"], "mu_H": mu_h}
-        return new, self._objective(W, H), None
+        if energy is None:
+            return new, self._objective(W, H), None
+        return new, self._recorded(energy, W, H), None
 
 
 def _fit_coefficients(
