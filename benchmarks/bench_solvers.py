@@ -26,8 +26,9 @@ it for every method alike (on a machine whose cores are busy with other jobs a
 multi-threaded OpenBLAS can stall for a scheduler time slice at every call,
 which swamps the comparison).
 
-Timing. Every method runs K iterations, best of R runs, after a warm-up run
-(numba compilation). nmfsc's time is the loop time it records itself
+Timing. Every method runs K iterations, best of R rounds, after a warm-up run
+(numba compilation); a round runs every method once, so the repeats of the
+methods are interleaved in time. nmfsc's time is the loop time it records itself
 (``result.times[-1] / n_iter``: the iterations with their objective history,
 not the input checks and the start); the transcriptions record the same way.
 scikit-learn records nothing per iteration, so its time per iteration is
@@ -160,16 +161,14 @@ def _opts(k):
     return {"random_state": 0, "max_iter": k, "tol": 0.0}
 
 
-def _best(fn, repeats):
-    """Best per-iteration time of ``fn()`` -> (history, times); and the last history."""
-    best = np.inf
-    for _ in range(repeats):
-        history, times = fn()
-        best = min(best, times[-1] / (len(times) - 1))
-    return best, history[-1]
+def _per_iteration(fn):
+    """``fn()`` -> (history, times); its time per iteration and last objective."""
+    history, times = fn()
+    return times[-1] / (len(times) - 1), history[-1]
 
 
-def _sklearn(V, W0, H0, M, solver, iters, repeats):
+def _sklearn(V, W0, H0, M, solver, iters):
+    """scikit-learn's NMF as a runner: (t(K) - t(1)) / (K - 1) and its objective."""
     from sklearn.decomposition import NMF
 
     def fit(k):
@@ -185,13 +184,18 @@ def _sklearn(V, W0, H0, M, solver, iters, repeats):
         model.fit_transform(V, W=W0.copy(), H=H0.copy())
         return time.perf_counter() - t0, 0.5 * model.reconstruction_err_**2
 
-    fit(2)  # warm-up
-    t_k = min(fit(iters)[0] for _ in range(repeats))
-    t_1 = min(fit(1)[0] for _ in range(repeats))
-    return (t_k - t_1) / (iters - 1), fit(iters)[1]
+    def run():
+        t_k, objective = fit(iters)
+        t_1, _ = fit(1)
+        return (t_k - t_1) / (iters - 1), objective
+
+    return run
 
 
 def bench_shape(shape, M, params, iters, repeats):
+    """Time every method on one shape; the repeats are interleaved (every
+    method once per round, best round kept), so that a slow spell of a shared
+    machine does not fall on one method's runs only."""
     V = np.abs(np.random.default_rng(0).standard_normal(shape)) + 1e-4
     V /= V.max()  # the solvers normalise too; then W is in the same units everywhere
     N, T = V.shape
@@ -207,15 +211,23 @@ def bench_shape(shape, M, params, iters, repeats):
         res = nmfsc.nmf_euclidean(V, M, **_opts(iters))
         return res.objective, res.times
 
+    runners = {
+        "sc": lambda: _per_iteration(run_sc),
+        "sc_np": lambda: _per_iteration(lambda: numpy_nmf_sc(V, W0, H0, iters, **params)),
+        "eu": lambda: _per_iteration(run_eu),
+        "eu_np": lambda: _per_iteration(lambda: numpy_euclidean(V, W0, H0, iters)),
+        "mu": _sklearn(V, W0, H0, M, "mu", iters),
+        "cd": _sklearn(V, W0, H0, M, "cd", iters),
+    }
     nmfsc.nmf_sc(V, M, **params, **_opts(2))  # compile / warm up
     nmfsc.nmf_euclidean(V, M, **_opts(2))
-    rows = {}
-    rows["sc"] = _best(run_sc, repeats)
-    rows["sc_np"] = _best(lambda: numpy_nmf_sc(V, W0, H0, iters, **params), repeats)
-    rows["eu"] = _best(run_eu, repeats)
-    rows["eu_np"] = _best(lambda: numpy_euclidean(V, W0, H0, iters), repeats)
-    rows["mu"] = _sklearn(V, W0, H0, M, "mu", iters, repeats)
-    rows["cd"] = _sklearn(V, W0, H0, M, "cd", iters, repeats)
+    _sklearn(V, W0, H0, M, "mu", 2)()
+    _sklearn(V, W0, H0, M, "cd", 2)()
+    rows = {key: (np.inf, None) for key in runners}
+    for _ in range(repeats):
+        for key, run in runners.items():
+            t, objective = run()
+            rows[key] = (min(rows[key][0], t), objective)
     return rows
 
 

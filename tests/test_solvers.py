@@ -243,10 +243,40 @@ def test_units_of_w_and_the_objective(V, solver):
     assert b.relative_error == pytest.approx(a.relative_error, rel=1e-9)
 
 
-def test_euclidean_history_is_the_objective_of_the_returned_factors(V):
-    result = quiet(nmfsc.nmf_sc, V, M, random_state=1, max_iter=10, sparseness_h=0.5)
+@pytest.mark.parametrize(
+    "solver, options",
+    [
+        (nmfsc.nmf_sc, {"sparseness_h": 0.5}),
+        (nmfsc.nmf_sc, {"sparseness_w": 0.5}),
+        (nmfsc.nmf_sc, {}),
+        (nmfsc.nmf_euclidean, {}),
+    ],
+    ids=["nmf_sc-s_h", "nmf_sc-s_w", "nmf_sc-plain", "nmf_euclidean"],
+)
+def test_euclidean_history_is_the_objective_of_the_returned_factors(V, solver, options):
+    """The history comes from the steps' products (and, for nmf_euclidean,
+    from the W^T W of the rescaled W): it must still be the objective of the
+    factors returned."""
+    result = quiet(solver, V, M, random_state=1, max_iter=10, **options)
     exact = 0.5 * np.sum((V - result.W @ result.H) ** 2)
     assert result.objective[-1] == pytest.approx(exact, rel=1e-12)
+
+
+def test_column_gram_is_computed_once_per_array():
+    from nmfsc.solvers._common import ColumnGram
+
+    rng = np.random.default_rng(0)
+    W = rng.random((20, 3))
+    gram = ColumnGram()
+    first = gram(W)
+    assert gram(W) is first  # the same array: reused
+    np.testing.assert_array_equal(first, W.T @ W)
+    copy = W.copy()
+    again = gram(copy)  # an equal array, another object: computed the same way
+    assert again is not first
+    np.testing.assert_array_equal(again, first)
+    other = rng.random((20, 3))
+    np.testing.assert_array_equal(gram(other), other.T @ other)
 
 
 def test_divergence_history_is_the_divergence_of_the_returned_factors(V):

@@ -130,6 +130,29 @@ def safe_sparseness(X, axis):
 EXACT_BELOW = 1e-4
 
 
+class ColumnGram:
+    """``X^T X``, computed once per array and reused while it is asked for the
+    same array object.
+
+    The solvers never modify the arrays of their state in place, so the array's
+    identity stands for its contents: nmf_sc's W step computes W^T W of its
+    result for the objective and the next H step needs it again (as every H
+    step does when W is fixed), and nmf_euclidean's next H step needs the W^T W
+    its objective took. A miss computes the same product, so a resumed run,
+    whose W is a loaded copy, gets the same bits. Only the last array is kept.
+    """
+
+    def __init__(self):
+        self._last = None
+
+    def __call__(self, X):
+        if self._last is not None and self._last[0] is X:
+            return self._last[1]
+        gram = X.T @ X
+        self._last = (X, gram)
+        return gram
+
+
 def expanded_objective(vv, A, X, G, columns, quad=None):
     """``0.5 ||V - W H||_F^2`` from products an iteration has already computed.
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from nmfsc._kernels import updates as _k
-from nmfsc.solvers._common import EXACT_BELOW, check_nonneg_real, expanded_objective
+from nmfsc.solvers._common import EXACT_BELOW, ColumnGram, check_nonneg_real
 from nmfsc.solvers._docs import DIVERGENCE_UNITS, EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import Steps, solve
 
@@ -35,6 +35,7 @@ class EuclideanSteps(Steps):
         super().__init__(V, n_components)
         self.WH = np.empty_like(V)
         self.vv = float(np.vdot(V, V))
+        self.w_gram = ColumnGram()  # W^T W, computed once per W array
 
     def start(self, state):
         return self._objective(state["W"], state["H"])
@@ -49,16 +50,21 @@ class EuclideanSteps(Steps):
         # H update also leaves the squared row norms for the rescaling.
         H, W = np.empty_like(H0), np.empty_like(W0)
         row_ss, unused = np.empty(H.shape[0]), np.empty(W.shape[0])
-        _k.multiplicative_update_into(H0, W0.T @ self.V, (W0.T @ W0) @ H0, EPS, H, row_ss)
+        _k.multiplicative_update_into(H0, W0.T @ self.V, self.w_gram(W0) @ H0, EPS, H, row_ss)
         VHt, HHt = self.V @ H.T, H @ H.T
         _k.multiplicative_update_into(W0, VHt, W0 @ HHt, EPS, W, unused)
-        # The objective of the new (W, H) from the W step's products, without
-        # forming W H (see expanded_objective); exact when it is small.
-        objective = expanded_objective(self.vv, VHt, W, HHt, columns=True)
-        if not objective >= EXACT_BELOW * self.vv:
-            objective = None
+        cross = float(np.vdot(VHt, W))
         _k.scale_rows_to_unit_l2(H, W, row_ss)
-        if objective is None:
+        # The objective of the new (W, H) from the W step's products, without
+        # forming W H (see expanded_objective), with the W^T W of the rescaled
+        # W that the next H step needs: rescaling W's columns by the row norms
+        # n of H and H's rows by 1 / n leaves <V H^T, W> and <H H^T, W^T W>
+        # unchanged. Exact when it is small.
+        norms = np.sqrt(row_ss)
+        norms[norms == 0.0] = 1.0  # a zero row of H was not rescaled
+        quad = self.w_gram(W) * (1.0 / norms)[:, None] * (1.0 / norms)[None, :]
+        objective = 0.5 * (self.vv - 2.0 * cross + float(np.vdot(HHt, quad)))
+        if not objective >= EXACT_BELOW * self.vv:
             objective = self._objective(W, H)
         return {"W": W, "H": H}, objective, None
 

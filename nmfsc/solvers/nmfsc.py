@@ -50,7 +50,12 @@ import numpy as np
 from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import updates as _k
 from nmfsc.projection import _max_filter_passes
-from nmfsc.solvers._common import EXACT_BELOW, check_optional_sparseness, expanded_objective
+from nmfsc.solvers._common import (
+    EXACT_BELOW,
+    ColumnGram,
+    check_optional_sparseness,
+    expanded_objective,
+)
 from nmfsc.solvers._docs import EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import Steps, solve
 from nmfsc.sparseness import l1_for_sparseness
@@ -107,6 +112,7 @@ class SparseSteps(Steps):
         self.proj_w = (
             None if sparseness_w is None else _Projector(M, N, l1_for_sparseness(sparseness_w, N))
         )
+        self._w_gram = ColumnGram()  # W^T W, computed once per W array
 
     # --- start ------------------------------------------------------------
     def initialize(self, W, H):
@@ -170,7 +176,7 @@ class SparseSteps(Steps):
         """The multiplicative H update; with ``rescale`` (nmf_sc) rows of H are
         then scaled to unit L2 norm and W's columns take the norms."""
         WtV = W.T @ self.V
-        WtW = W.T @ W
+        WtW = self._w_gram(W)
         H_new, row_ss = np.empty_like(H), np.empty(H.shape[0])
         _k.multiplicative_update_into(H, WtV, WtW @ H, EPS, H_new, row_ss)
         if rescale:
@@ -185,14 +191,15 @@ class SparseSteps(Steps):
         W_new = np.empty_like(W)
         _k.multiplicative_update_into(W, VHt, W @ HHt, EPS, W_new, np.empty(W.shape[0]))
         W = W_new
-        return W, expanded_objective(self.vv, VHt, W, HHt, columns=True)
+        gram = self._w_gram(W)
+        return W, expanded_objective(self.vv, VHt, W, HHt, columns=True, quad=gram)
 
     def _h_projected(self, W, H, mu):
         """The projected gradient H step. Returns the new H (None if no step
         size gives descent), the new step size, E(W, H) by the expansion, and
         H H^T of the new H (which the W step needs too)."""
         WtV = W.T @ self.V
-        WtW = W.T @ W
+        WtW = self._w_gram(W)
 
         def energy(X, quad=None):
             return expanded_objective(self.vv, WtV, X, WtW, columns=False, quad=quad)
@@ -217,10 +224,10 @@ class SparseSteps(Steps):
         VHt = self.V @ H.T
         HHt = H @ H.T if HHt is None else HHt
 
-        def energy(X):
-            return expanded_objective(self.vv, VHt, X, HHt, columns=True)
+        def energy(X, quad=None):
+            return expanded_objective(self.vv, VHt, X, HHt, columns=True, quad=quad)
 
-        before = energy(W)
+        before = energy(W, self._w_gram(W))
         dW = W @ HHt - VHt
         trial = np.empty_like(W)
         while True:
@@ -232,7 +239,7 @@ class SparseSteps(Steps):
                 projected = self.proj_w.rows(columns, norms)
                 if projected is not None:
                     W_new = np.ascontiguousarray(projected.T)
-                    after = energy(W_new)
+                    after = energy(W_new, self._w_gram(W_new))
                     if after <= before:
                         return W_new, mu * MU_GROWTH, after
             mu /= 2.0
