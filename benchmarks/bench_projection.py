@@ -120,6 +120,20 @@ def fmt_time(seconds):
     return f"{seconds:.3g} s"
 
 
+def cpu_target():
+    """The CPU LLVM compiles the kernels for, and its widest vector extension:
+    the kernels' speed depends on it (the lane loops vectorise differently
+    with AVX2 and AVX-512)."""
+    import llvmlite.binding as llvm
+
+    name = llvm.get_host_cpu_name()
+    features = llvm.get_host_cpu_features()
+    widest = next(
+        (ext for ext in ("avx512f", "avx2", "avx", "sse2") if features.get(ext, False)), "none"
+    )
+    return f"LLVM target {name}, {widest}"
+
+
 def machine():
     cpu = platform.processor() or platform.machine()
     try:
@@ -135,7 +149,7 @@ def machine():
     except AttributeError:
         usable = os.cpu_count()
     return (
-        f"{cpu}, {os.cpu_count()} logical cores ({usable} usable), "
+        f"{cpu} ({cpu_target()}), {os.cpu_count()} logical cores ({usable} usable), "
         f"Python {platform.python_version()}, numpy {np.__version__}, "
         f"numba {numba.__version__}, {platform.system()} {platform.release()}"
     )
