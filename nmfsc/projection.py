@@ -53,9 +53,7 @@ def _method_code(method):
     try:
         return _METHODS[method]
     except (KeyError, TypeError):
-        raise ValueError(
-            f"method must be one of {sorted(_METHODS)}, got {method!r}"
-        ) from None
+        raise ValueError(f"method must be one of {sorted(_METHODS)}, got {method!r}") from None
 
 
 def _max_filter_passes(n):

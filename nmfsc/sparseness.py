@@ -61,14 +61,15 @@ def sparseness(x, axis=None):
     n = vectors.shape[0]
     if n < 2:
         raise ValueError(
-            "sparseness is undefined for vectors of length 1 "
-            "(sqrt(n) - 1 = 0); it needs n >= 2"
+            "sparseness is undefined for vectors of length 1 (sqrt(n) - 1 = 0); it needs n >= 2"
         )
     # Scale each vector by its largest magnitude so the L2 norm cannot overflow.
     peak = np.max(np.abs(vectors), axis=0)
     zero = peak == 0
     if np.any(zero):
-        where = "" if axis is None else f" (index {int(np.flatnonzero(zero)[0])} along axis {1 - axis})"
+        where = (
+            "" if axis is None else f" (index {int(np.flatnonzero(zero)[0])} along axis {1 - axis})"
+        )
         raise ValueError(f"sparseness is undefined for an all-zero vector{where}")
     scaled = vectors / peak
     l1 = np.sum(np.abs(scaled), axis=0)

@@ -116,8 +116,9 @@ def server():
 
 
 def _gate(tmp_path, base_url, registry=None, **kwargs):
-    return _fetchers.make_gate(tmp_path / "data", base_url, registry or _registry(FIXTURES),
-                               **kwargs)
+    return _fetchers.make_gate(
+        tmp_path / "data", base_url, registry or _registry(FIXTURES), **kwargs
+    )
 
 
 def _files_under(folder):
@@ -128,8 +129,9 @@ def test_download_verifies_and_unpacks(tmp_path, server):
     gate = _gate(tmp_path, server.url)
     unzipped = gate.fetch("faces.zip", processor=pooch.Unzip(extract_dir="faces"))
     assert sorted(Path(p).name for p in unzipped) == ["1.pgm", "README"]
-    untarred = gate.fetch("faces.tar.gz",
-                          processor=pooch.Untar(members=["train/face"], extract_dir="tt"))
+    untarred = gate.fetch(
+        "faces.tar.gz", processor=pooch.Untar(members=["train/face"], extract_dir="tt")
+    )
     assert [Path(p).name for p in untarred] == ["f1.pgm"]  # non-faces stay packed
     raw = gate.fetch("raw/image0")
     assert Path(raw).read_bytes() == FIXTURES["raw/image0"]
@@ -153,8 +155,11 @@ def test_corrupt_cached_file_is_reported_and_fetched_again(tmp_path, server):
     gate = _gate(tmp_path, server.url)
     path = Path(gate.fetch("raw/image0"))
     path.write_bytes(b"garbage")
-    with pytest.warns(DataWarning, match=rf"{path}.* is corrupt.*fetched again from "
-                                          rf"{server.url}raw/image0"):
+    with pytest.warns(
+        DataWarning,
+        match=rf"{path}.* is corrupt.*fetched again from "
+        rf"{server.url}raw/image0",
+    ):
         again = gate.fetch("raw/image0")
     assert Path(again).read_bytes() == FIXTURES["raw/image0"]
     assert server.hits == ["raw/image0", "raw/image0"]
@@ -212,9 +217,16 @@ def test_server_down_and_not_cached_says_what_to_do(tmp_path):
         gate.fetch("faces.zip")
     message = str(error.value)
     digest = hashlib.sha256(FIXTURES["faces.zip"]).hexdigest()
-    for part in ["'faces.zip' is not in", down + "faces.zip", mirror + "faces.zip",
-                 "ConnectionError", "download it from one of the URLs above and save it as",
-                 str(tmp_path / "data" / "faces.zip"), digest, "NMFSC_TEST_UNSET_DIR"]:
+    for part in [
+        "'faces.zip' is not in",
+        down + "faces.zip",
+        mirror + "faces.zip",
+        "ConnectionError",
+        "download it from one of the URLs above and save it as",
+        str(tmp_path / "data" / "faces.zip"),
+        digest,
+        "NMFSC_TEST_UNSET_DIR",
+    ]:
         assert part in message
     assert not (tmp_path / "data" / "faces.zip").exists()
 
@@ -275,8 +287,11 @@ def test_check_and_loaders_catch_damaged_files(local_copy, capsys):
     out = capsys.readouterr().out
     assert "corrupt  natural/sparsenet-trainset/image4" in out
     assert "damaged  cbcl/" in out and f"{face}: differs" in out
-    with pytest.raises(DataError, match=rf"{face}: PGM of 19 x 19 should hold 361 pixel "
-                                        rf"bytes, found 360.*delete the folder"):
+    with pytest.raises(
+        DataError,
+        match=rf"{face}: PGM of 19 x 19 should hold 361 pixel "
+        rf"bytes, found 360.*delete the folder",
+    ):
         datasets.load_cbcl(gate=gate)
     with pytest.warns(DataWarning, match="image4 is corrupt"):
         datasets.natural_images(gate=gate)  # fetched again from the local server

@@ -110,8 +110,9 @@ def parse_registry(text: str, base_url: str = "") -> Registry:
             if len(words) not in (2, 3):
                 raise ValueError(f"registry line {number}: expected 'NAME SHA256 [URL]': {raw!r}")
             if not re.fullmatch(r"[0-9a-fA-F]{64}", words[1]):
-                raise ValueError(f"registry line {number}: {words[1]!r} is not a sha256 "
-                                 f"digest (64 hex digits)")
+                raise ValueError(
+                    f"registry line {number}: {words[1]!r} is not a sha256 digest (64 hex digits)"
+                )
             hashes[words[0]] = words[1].lower()
             urls[words[0]] = words[2] if len(words) == 3 else base_url.rstrip("/") + "/" + words[0]
     unknown = sorted(set(mirrors) - set(hashes))
@@ -242,22 +243,28 @@ class Gate:
                 self.pooch.fetch(entry.name, downloader=_FromURL(url, progressbar))
                 return
             except ValueError as error:  # pooch: downloaded file's hash mismatch
-                failures.append(f"{url}\n      the downloaded bytes do not match the registry "
-                                f"sha256, so they were discarded ({_one_line(error)})")
+                failures.append(
+                    f"{url}\n      the downloaded bytes do not match the registry "
+                    f"sha256, so they were discarded ({_one_line(error)})"
+                )
             except (requests.exceptions.RequestException, OSError) as error:
                 failures.append(f"{url}\n      {type(error).__name__}: {_one_line(error)}")
         raise DataError(self._failure_message(entry, target, failures, corrupt))
 
     def _failure_message(self, entry, target, failures, corrupt) -> str:
         if corrupt:
-            head = (f"The data file {target} is corrupt (its sha256 does not match the "
-                    f"registry) and could not be fetched again. It was not used.")
+            head = (
+                f"The data file {target} is corrupt (its sha256 does not match the "
+                f"registry) and could not be fetched again. It was not used."
+            )
         else:
-            head = (f"The data file '{entry.name}' is not in {self.path} and could not be "
-                    f"downloaded.")
+            head = (
+                f"The data file '{entry.name}' is not in {self.path} and could not be downloaded."
+            )
         tried = "\n".join(f"  - {failure}" for failure in failures)
-        where = (f"\nor set {self.env} to a folder that already holds '{entry.name}'"
-                 if self.env else "")
+        where = (
+            f"\nor set {self.env} to a folder that already holds '{entry.name}'" if self.env else ""
+        )
         return (
             f"{head}\nTried:\n{tried}\n"
             f"To install it by hand, download it from one of the URLs above and save it as\n"

@@ -31,14 +31,17 @@ N_CBCL = 2429
 N_ORL_SUBJECTS, N_ORL_IMAGES = 40, 10
 
 
-def _read_unpacked(gate: Gate | None, key: str, archive: Archive, names: list[str],
-                   shape: tuple[int, int]) -> np.ndarray:
+def _read_unpacked(
+    gate: Gate | None, key: str, archive: Archive, names: list[str], shape: tuple[int, int]
+) -> np.ndarray:
     """Fetch a data set and read PGM images from the folder its archive unpacks into."""
     gate = default_gate() if gate is None else gate
     fetch_dataset(key, gate)
     folder = gate.path / archive.extract_dir
-    fix = (f"It was unpacked from {archive.name}: delete the folder {folder} and load "
-           f"again to unpack it anew from the hash-checked archive.")
+    fix = (
+        f"It was unpacked from {archive.name}: delete the folder {folder} and load "
+        f"again to unpack it anew from the hash-checked archive."
+    )
     return read_pgms([folder / name for name in names], shape, fix)
 
 
@@ -95,8 +98,9 @@ def orl_images(halved: bool = False, *, gate: Gate | None = None) -> np.ndarray:
     images : ndarray, shape (400, 112, 92) of uint8, or (400, 56, 46) of float64
         Upright grey levels 0..255; image ``10 * (s - 1) + (i - 1)`` is ``s{s}/{i}.pgm``.
     """
-    names = [f"s{s}/{i}.pgm" for s in range(1, N_ORL_SUBJECTS + 1)
-             for i in range(1, N_ORL_IMAGES + 1)]
+    names = [
+        f"s{s}/{i}.pgm" for s in range(1, N_ORL_SUBJECTS + 1) for i in range(1, N_ORL_IMAGES + 1)
+    ]
     images = _read_unpacked(gate, "orl", ORL_ARCHIVE, names, ORL_FULL_SHAPE)
     return _preprocess.imresize_bilinear(images, 0.5) if halved else images
 
@@ -153,8 +157,7 @@ def natural_images(path: str | Path | None = None, *, gate: Gate | None = None) 
         return read_images_mat(path)
     gate = default_gate() if gate is None else gate
     fetch_dataset("natural", gate)
-    return np.stack([read_float32_image(gate.path / name, NATURAL_SHAPE)
-                     for name in NATURAL_FILES])
+    return np.stack([read_float32_image(gate.path / name, NATURAL_SHAPE) for name in NATURAL_FILES])
 
 
 def load_natural(

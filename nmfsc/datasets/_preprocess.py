@@ -189,12 +189,15 @@ def sample_patches(
     """
     n_images, height, width = images.shape
     if n_patches < n_images:
-        raise ValueError(f"n_patches={n_patches} must be at least the number of images "
-                         f"({n_images})")
+        raise ValueError(
+            f"n_patches={n_patches} must be at least the number of images ({n_images})"
+        )
     span = (height - patch_size - 2 * border, width - patch_size - 2 * border)
     if min(span) < 1:
-        raise ValueError(f"patch_size={patch_size} is too large for {height} x {width} "
-                         f"images with a border of {border}")
+        raise ValueError(
+            f"patch_size={patch_size} is too large for {height} x {width} "
+            f"images with a border of {border}"
+        )
     counts = np.full(n_images, n_patches // n_images)
     counts[-1] = n_patches - counts[:-1].sum()
     positions = []

@@ -42,7 +42,7 @@ def parse_pgm(data: bytes) -> np.ndarray:
     width, height, maxval = (int(group) for group in match.groups())
     if not 0 < maxval <= 255:
         raise ValueError(f"PGM maxval {maxval} is not an 8-bit grey level range")
-    pixels = data[match.end():]
+    pixels = data[match.end() :]
     if len(pixels) != width * height:
         raise ValueError(
             f"PGM of {width} x {height} should hold {width * height} pixel bytes, "
@@ -79,8 +79,10 @@ def read_pgms(paths: list[Path], shape: tuple[int, int], fix: str) -> np.ndarray
         except (OSError, ValueError) as error:
             raise DataError(f"Cannot read the image {path}: {error}. {fix}") from error
         if image.shape != shape:
-            raise DataError(f"The image {path} is {image.shape[1]} x {image.shape[0]}, "
-                            f"expected {shape[1]} x {shape[0]}. {fix}")
+            raise DataError(
+                f"The image {path} is {image.shape[1]} x {image.shape[0]}, "
+                f"expected {shape[1]} x {shape[0]}. {fix}"
+            )
         images[k] = image
     return images
 
@@ -106,8 +108,10 @@ def read_float32_image(path: Path, shape: tuple[int, int]) -> np.ndarray:
     """
     data = np.fromfile(path, dtype=">f4")
     if data.size != shape[0] * shape[1]:
-        raise DataError(f"{path} holds {data.size} float32 values, expected "
-                        f"{shape[0]} x {shape[1]} = {shape[0] * shape[1]}")
+        raise DataError(
+            f"{path} holds {data.size} float32 values, expected "
+            f"{shape[0]} x {shape[1]} = {shape[0] * shape[1]}"
+        )
     return data.reshape(shape).astype(np.float64)
 
 
@@ -137,8 +141,10 @@ def read_images_mat(path: str | Path) -> np.ndarray:
     try:
         contents = scipy.io.loadmat(path, variable_names=["IMAGES"])
     except NotImplementedError as error:  # MATLAB v7.3 files are HDF5
-        raise DataError(f"{path} is a MATLAB v7.3 file, which scipy cannot read; "
-                        f"save it again in MATLAB with save(..., '-v7')") from error
+        raise DataError(
+            f"{path} is a MATLAB v7.3 file, which scipy cannot read; "
+            f"save it again in MATLAB with save(..., '-v7')"
+        ) from error
     except (OSError, ValueError) as error:
         raise DataError(f"Cannot read {path} as a MATLAB file: {error}") from error
     if "IMAGES" not in contents:
@@ -148,6 +154,8 @@ def read_images_mat(path: str | Path) -> np.ndarray:
         return np.ascontiguousarray(np.moveaxis(images, 2, 0))
     side = int(round(np.sqrt(images.shape[0]))) if images.ndim == 2 else -1
     if side < 1 or side * side != images.shape[0]:
-        raise DataError(f"IMAGES in {path} has shape {images.shape}; expected "
-                        f"height x width x n_images or (N*N) x n_images")
+        raise DataError(
+            f"IMAGES in {path} has shape {images.shape}; expected "
+            f"height x width x n_images or (N*N) x n_images"
+        )
     return np.ascontiguousarray(images.T.reshape(-1, side, side))

@@ -61,8 +61,10 @@ def swimmer() -> tuple[np.ndarray, np.ndarray]:
         ``parts[:, 1:]``.
     """
     limbs = [
-        [_part_image([(r0 + k * dr, c0 + k * dc) for k in range(1, _LIMB_LENGTH + 1)])
-         for dr, dc in steps]
+        [
+            _part_image([(r0 + k * dr, c0 + k * dc) for k in range(1, _LIMB_LENGTH + 1)])
+            for dr, dc in steps
+        ]
         for (r0, c0), steps in _LIMBS
     ]
     parts = np.column_stack([_part_image(_TORSO)] + [p for limb in limbs for p in limb])
@@ -148,8 +150,10 @@ def part_recovery(W: np.ndarray, true_parts: np.ndarray) -> float:
     W = np.asarray(W, dtype=np.float64)
     T = np.asarray(true_parts, dtype=np.float64)
     if W.ndim != 2 or T.ndim != 2 or W.shape[0] != T.shape[0]:
-        raise ValueError(f"W {W.shape} and true_parts {T.shape} must be 2-D with the "
-                         f"same number of rows (pixels)")
+        raise ValueError(
+            f"W {W.shape} and true_parts {T.shape} must be 2-D with the "
+            f"same number of rows (pixels)"
+        )
     similarity = _unit_columns(T).T @ _unit_columns(W)
     rows, cols = linear_sum_assignment(similarity, maximize=True)
     return float(similarity[rows, cols].sum() / T.shape[1])
