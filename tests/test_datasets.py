@@ -8,6 +8,8 @@ import hashlib
 import io
 import os
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,10 +28,8 @@ SEED = 20040101
 EXPECTED_HASHES = {
     "att_faces.zip": "1d17e0a17a34a087fd192b962fd5d73c8aaf07b934cd0d8d4453dbd73a0c00be",
     "face.train.tar.gz": "c95748cd26d20068c823ec16f313adf277edba394be91b42dd39aaa84dbd06ff",
-    "natural/sparsenet-trainset/image0":
-        "d0cb9e56a94f324db187c6e5ca87e660ee2fd8790c950a3fd6b89860d975d818",
-    "natural/sparsenet-trainset/image9":
-        "a3d945fcaa66d5bef6e2a0151d3d86818f4f934fec1a576aa20360c3aacbab90",
+    "natural/sparsenet-trainset/image0": "d0cb9e56a94f324db187c6e5ca87e660ee2fd8790c950a3fd6b89860d975d818",  # noqa: E501
+    "natural/sparsenet-trainset/image9": "a3d945fcaa66d5bef6e2a0151d3d86818f4f934fec1a576aa20360c3aacbab90",  # noqa: E501
 }
 
 
@@ -61,11 +61,13 @@ def test_registry_is_valid_for_pooch_and_names_every_file():
 
 def test_registry_parser_reads_mirrors_and_rejects_bad_lines():
     a_hash, b_hash = "ab" * 32, "CD" * 32
-    text = ("# a comment with an apostrophe: don't\n"
-            f"a.bin {a_hash} http://x/a.bin\n"
-            "#mirror a.bin http://y/a.bin\n"
-            f"b.bin {b_hash}\n"
-            "#origin set1 http://z/orig.zip\n")
+    text = (
+        "# a comment with an apostrophe: don't\n"
+        f"a.bin {a_hash} http://x/a.bin\n"
+        "#mirror a.bin http://y/a.bin\n"
+        f"b.bin {b_hash}\n"
+        "#origin set1 http://z/orig.zip\n"
+    )
     registry = _fetchers.parse_registry(text, base_url="http://base/")
     assert registry.entries["a.bin"].urls == ("http://x/a.bin", "http://y/a.bin")
     assert registry.entries["b.bin"].urls == ("http://base/b.bin",)
@@ -202,13 +204,19 @@ def _halve_by_hand(image):
 
 
 def test_resize_matrix_halving_is_1331_with_repeated_edges():
-    expected = np.array([
-        [4, 3, 1, 0, 0, 0],
-        [0, 1, 3, 3, 1, 0],
-        [0, 0, 0, 1, 3, 4],
-    ]) / 8
-    np.testing.assert_allclose(datasets._preprocess.resize_matrix(6, 0.5), expected,
-                               rtol=0, atol=1e-15)
+    expected = (
+        np.array(
+            [
+                [4, 3, 1, 0, 0, 0],
+                [0, 1, 3, 3, 1, 0],
+                [0, 0, 0, 1, 3, 4],
+            ]
+        )
+        / 8
+    )
+    np.testing.assert_allclose(
+        datasets._preprocess.resize_matrix(6, 0.5), expected, rtol=0, atol=1e-15
+    )
 
 
 def test_imresize_halving_matches_a_hand_computation():
@@ -224,8 +232,7 @@ def test_imresize_halving_matches_a_hand_computation():
     np.testing.assert_allclose(_preprocess.imresize_bilinear(batch, 0.5)[1], 2 * halved)
 
 
-@pytest.mark.parametrize(("n_in", "scale"), [(112, 0.5), (92, 0.5), (7, 0.5), (5, 2.0),
-                                             (10, 0.3)])
+@pytest.mark.parametrize(("n_in", "scale"), [(112, 0.5), (92, 0.5), (7, 0.5), (5, 2.0), (10, 0.3)])
 def test_resize_matrix_rows_are_averages(n_in, scale):
     R = _preprocess.resize_matrix(n_in, scale)
     assert R.shape == (int(np.ceil(n_in * scale)), n_in)
@@ -267,8 +274,14 @@ def test_orl_preprocess_by_hand():
 def test_on_off_by_hand():
     X = np.array([[1.0, -2.0, 0.0], [0.5, 0.5, -0.5]])
     V = _preprocess.on_off(X)
-    raw = np.array([[1.0, 1e-4, 1e-4], [0.5, 0.5, 1e-4],   # ON
-                    [1e-4, 2.0, 1e-4], [1e-4, 1e-4, 0.5]])  # OFF
+    raw = np.array(
+        [
+            [1.0, 1e-4, 1e-4],
+            [0.5, 0.5, 1e-4],  # ON
+            [1e-4, 2.0, 1e-4],
+            [1e-4, 1e-4, 0.5],
+        ]
+    )  # OFF
     expected = raw / np.sqrt(np.mean(raw**2, axis=1, keepdims=True))
     np.testing.assert_allclose(V, expected, rtol=1e-15)
 
@@ -280,7 +293,7 @@ def test_sample_patches_positions_split_and_pixel_order():
     # floor(25 / 10) = 2 from each of the first nine images, the other 7 from the last
     np.testing.assert_array_equal(np.bincount(positions[:, 0]), [2] * 9 + [7])
     for j, (k, r, c) in enumerate(positions):
-        np.testing.assert_array_equal(X[:, j].reshape(5, 5), images[k, r:r + 5, c:c + 5])
+        np.testing.assert_array_equal(X[:, j].reshape(5, 5), images[k, r : r + 5, c : c + 5])
     X2, positions2 = _preprocess.sample_patches(images, 25, 5, np.random.default_rng(0))
     np.testing.assert_array_equal(positions, positions2)
     with pytest.raises(ValueError, match="at least the number of images"):
@@ -378,7 +391,7 @@ def _pgm_pixels(path, width, height):
     data = Path(path).read_bytes()
     header = f"P5\n{width} {height}\n255\n".encode()
     assert data.startswith(header) and len(data) == len(header) + width * height
-    return data[len(header):]
+    return data[len(header) :]
 
 
 @pytest.mark.realdata
@@ -409,8 +422,9 @@ def test_orl_columns_by_hand_from_the_pgm_bytes(real):
         halved = _halve_by_hand(image)
         halved = (halved - halved.min()) * 255 / (halved - halved.min()).max()
         expected = np.maximum(halved, 1e-4) / 10000
-        np.testing.assert_allclose(V[:, column].reshape(datasets.ORL_SHAPE), expected,
-                                   rtol=1e-12, atol=1e-17)
+        np.testing.assert_allclose(
+            V[:, column].reshape(datasets.ORL_SHAPE), expected, rtol=1e-12, atol=1e-17
+        )
 
 
 @pytest.mark.realdata
@@ -418,13 +432,18 @@ def test_natural_rows_by_hand_from_the_float32_bytes(real):
     folder = real["folder"] / "natural" / "sparsenet-trainset"
     raw = [(folder / f"image{k}").read_bytes() for k in range(10)]
     _, positions = _preprocess.sample_patches(
-        real["natural_images"], 10000, 12, np.random.default_rng(SEED))
+        real["natural_images"], 10000, 12, np.random.default_rng(SEED)
+    )
     np.testing.assert_array_equal(np.bincount(positions[:, 0]), [1000] * 10)
     assert positions[:, 1:].min() >= 4 and positions[:, 1:].max() <= 512 - 12 - 5
     V = real["natural"]
     for channel, (a, b) in [(0, (0, 0)), (0, (5, 7)), (1, (11, 11)), (1, (3, 9))]:
-        x = np.array([struct.unpack_from(">f", raw[k], 4 * ((r + a) * 512 + (c + b)))[0]
-                      for k, r, c in positions])
+        x = np.array(
+            [
+                struct.unpack_from(">f", raw[k], 4 * ((r + a) * 512 + (c + b)))[0]
+                for k, r, c in positions
+            ]
+        )
         signed = x if channel == 0 else -x
         value = np.maximum(np.maximum(signed, 0), 1e-4)
         expected = value / np.sqrt(np.mean(value**2))
@@ -463,6 +482,25 @@ def test_cli_list_shows_sizes_sources_and_credits(tmp_path, capsys):
     assert "cbcl.mit.edu" in out and "Samaria" in out and "Olshausen" in out
     assert "2.4 MB" in out and "not downloaded" in out and "(and 9 more like it)" in out
     assert "does not redistribute" in out
+
+
+def test_cli_list_into_a_closed_pipe_ends_quietly(tmp_path):
+    """``--list | head -1``: the reader is gone before the output is written.
+    No traceback, no "Exception ignored" at exit, just a failure status."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "nmfsc.datasets", "--list"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "NMFSC_DATA_DIR": str(tmp_path)},
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 1
+    assert proc.stderr.decode() == ""
 
 
 def test_cli_check_reports_missing_files(tmp_path, capsys):

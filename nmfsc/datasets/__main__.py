@@ -12,6 +12,7 @@ The data folder is ``$NMFSC_DATA_DIR`` when that variable is set, else the OS ca
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import pooch
@@ -36,14 +37,25 @@ def _parser() -> argparse.ArgumentParser:
             "else to the OS cache folder."
         ),
     )
-    parser.add_argument("command", nargs="?", choices=["download"], default="download",
-                        help="download every data set (the default)")
+    parser.add_argument(
+        "command",
+        nargs="?",
+        choices=["download"],
+        default="download",
+        help="download every data set (the default)",
+    )
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true",
-                      help="re-verify the sha256 of every file and the unpacked folders; "
-                           "download nothing; exit 1 on any problem")
-    mode.add_argument("--list", action="store_true",
-                      help="show each data set, its size, its source and its credit line")
+    mode.add_argument(
+        "--check",
+        action="store_true",
+        help="re-verify the sha256 of every file and the unpacked folders; "
+        "download nothing; exit 1 on any problem",
+    )
+    mode.add_argument(
+        "--list",
+        action="store_true",
+        help="show each data set, its size, its source and its credit line",
+    )
     return parser
 
 
@@ -55,13 +67,20 @@ def _list(gate: Gate) -> int:
     print(f"Data folder: {gate.path}")
     for key, dataset in DATASETS.items():
         statuses = {gate.status(name) for name in dataset.files}
-        state = ("corrupt" if "corrupt" in statuses else
-                 "not downloaded" if "missing" in statuses else "downloaded and verified")
+        state = (
+            "corrupt"
+            if "corrupt" in statuses
+            else "not downloaded"
+            if "missing" in statuses
+            else "downloaded and verified"
+        )
         more = f" (and {len(dataset.files) - 1} more like it)" if len(dataset.files) > 1 else ""
         print(f"\n{key}: {dataset.title}")
         print(f"  contents: {dataset.description}")
-        print(f"  download: {_megabytes(dataset.download_bytes)} in {len(dataset.files)} "
-              f"file(s), {state}")
+        print(
+            f"  download: {_megabytes(dataset.download_bytes)} in {len(dataset.files)} "
+            f"file(s), {state}"
+        )
         print(f"  source:   {gate.registry.entries[dataset.files[0]].urls[0]}{more}")
         for origin in gate.registry.origins.get(key, ()):
             print(f"  original: {origin}")
@@ -89,9 +108,11 @@ def _check(gate: Gate) -> int:
                 print(f"           ... and {len(mismatches) - 5} more")
             problems += bool(mismatches)
     if problems:
-        print(f"{problems} problem(s). Corrupt or missing files are fetched again by "
-              f"'python -m nmfsc.datasets download'; delete a damaged folder first to have "
-              f"it unpacked again.")
+        print(
+            f"{problems} problem(s). Corrupt or missing files are fetched again by "
+            f"'python -m nmfsc.datasets download'; delete a damaged folder first to have "
+            f"it unpacked again."
+        )
         return 1
     print("Every file matches the registry.")
     return 0
@@ -131,11 +152,20 @@ def main(argv: list[str] | None = None, gate: Gate | None = None) -> int:
     """
     args = _parser().parse_args(argv)
     gate = default_gate() if gate is None else gate
-    if args.list:
-        return _list(gate)
-    if args.check:
-        return _check(gate)
-    return _download(gate)
+    try:
+        if args.list:
+            status = _list(gate)
+        elif args.check:
+            status = _check(gate)
+        else:
+            status = _download(gate)
+        sys.stdout.flush()  # a closed pipe then fails here, not at interpreter exit
+        return status
+    except BrokenPipeError:
+        # The reader went away (``--list | head``): stop quietly, as cat does,
+        # with stdout pointed at devnull so the interpreter's last flush cannot fail.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":
