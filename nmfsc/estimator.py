@@ -228,6 +228,17 @@ class SparseNMF(TransformerMixin, BaseEstimator):
                 "sparseness_coefficients=None"
             )
 
+    def _loop_options(self):
+        """The solver loop's settings, the same for fit and transform."""
+        return {
+            "random_state": self.random_state,
+            "max_iter": self.max_iter,
+            "tol": self.tol,
+            "window": self.window,
+            "max_time": self.max_time,
+            "progress": self.progress,
+        }
+
     def _check_fitted(self):
         if _HAVE_SKLEARN:
             check_is_fitted(self, "components_")
@@ -251,12 +262,7 @@ class SparseNMF(TransformerMixin, BaseEstimator):
             self.n_components,
             sparseness_w=s_w,
             sparseness_h=s_h,
-            random_state=self.random_state,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            window=self.window,
-            max_time=self.max_time,
-            progress=self.progress,
+            **self._loop_options(),
         )
         Z = result.H.T
         self.result_ = result
@@ -287,12 +293,7 @@ class SparseNMF(TransformerMixin, BaseEstimator):
             X.T,
             self.components_.T,
             sparseness_h=s_h,
-            random_state=self.random_state,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            window=self.window,
-            max_time=self.max_time,
-            progress=self.progress,
+            **self._loop_options(),
         )
         return result.H.T
 
