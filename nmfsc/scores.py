@@ -28,7 +28,7 @@ import numbers
 import numpy as np
 
 from nmfsc._validation import as_float_array, check_positive_int
-from nmfsc.sparseness import sparseness
+from nmfsc.sparseness import sparseness, sparseness_or_nan
 
 __all__ = [
     "locality",
@@ -321,14 +321,12 @@ def summarize_scores(values):
     return stats
 
 
-def _sparseness_or_nan(X, axis):
-    """Hoyer's sparseness along ``axis``, NaN where the vector is all zero."""
-    vectors = X if axis == 0 else X.T
-    nonzero = np.any(vectors != 0, axis=0)
-    values = np.full(vectors.shape[1], np.nan)
-    if np.any(nonzero):
-        values[nonzero] = sparseness(vectors[:, nonzero], axis=0)
-    return values
+def _sparseness_values(X, axis):
+    """Hoyer's sparseness along ``axis``, NaN where the vector is all zero; a
+    ValueError (from :func:`nmfsc.sparseness`) for non-zero vectors of length 1."""
+    if X.shape[axis] < 2 and np.any(X != 0):
+        sparseness(X, axis=axis)  # raises: undefined for vectors of length 1
+    return sparseness_or_nan(X, axis)
 
 
 def sparseness_summary(W, H):
@@ -366,6 +364,6 @@ def sparseness_summary(W, H):
             "they must match (W is N x M, H is M x T)"
         )
     return {
-        "W": summarize_scores(_sparseness_or_nan(W, axis=0)),
-        "H": summarize_scores(_sparseness_or_nan(H, axis=1)),
+        "W": summarize_scores(_sparseness_values(W, axis=0)),
+        "H": summarize_scores(_sparseness_values(H, axis=1)),
     }

@@ -16,7 +16,6 @@ __all__ = [
     "check_optional_sparseness",
     "expanded_objective",
     "random_start",
-    "safe_sparseness",
 ]
 
 
@@ -104,24 +103,6 @@ def random_start(random_state, N, M, T):
     W = np.abs(rng.standard_normal((N, M)))
     H = np.abs(rng.standard_normal((M, T)))
     return W, H
-
-
-def safe_sparseness(X, axis):
-    """Hoyer's sparseness along ``axis`` (0: columns, 1: rows), NaN where it is
-    undefined (an all-zero vector, or vectors of length 1)."""
-    vectors = X if axis == 0 else X.T
-    n = vectors.shape[0]
-    out = np.full(vectors.shape[1], np.nan)
-    if n < 2:
-        return out
-    peak = np.max(np.abs(vectors), axis=0)
-    ok = peak > 0
-    scaled = vectors[:, ok] / peak[ok]
-    l1 = np.sum(np.abs(scaled), axis=0)
-    l2 = np.sqrt(np.sum(scaled * scaled, axis=0))
-    root_n = np.sqrt(n)
-    out[ok] = np.clip((root_n - l1 / l2) / (root_n - 1.0), 0.0, 1.0)
-    return out
 
 
 #: The objective recorded after an iteration comes from the expansion below

@@ -39,7 +39,6 @@ from nmfsc.solvers._common import (
     check_factor,
     check_loop_options,
     random_start,
-    safe_sparseness,
 )
 from nmfsc.solvers._result import ConvergenceWarning, IterationState, NMFResult
 from nmfsc.solvers.checkpoint import (
@@ -48,6 +47,7 @@ from nmfsc.solvers.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
+from nmfsc.sparseness import sparseness_or_nan
 
 __all__ = ["Steps", "solve", "tol_reached"]
 
@@ -300,8 +300,8 @@ def solve(
         H=H,
         objective=np.array(history),
         times=np.array(times),
-        sparseness_W=safe_sparseness(W, 0),
-        sparseness_H=safe_sparseness(H, 1),
+        sparseness_W=sparseness_or_nan(W, 0),
+        sparseness_H=sparseness_or_nan(H, 1),
         n_iter=iteration,
         converged=converged,
         stop_reason=stop,
