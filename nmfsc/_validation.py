@@ -48,3 +48,20 @@ def check_positive_int(value, name):
     if value < 1:
         raise ValueError(f"{name} must be >= 1, got {value!r}")
     return int(value)
+
+
+def check_image_shape(image_shape, name):
+    """A (height, width) pair of positive integers, as a tuple of ints."""
+    if isinstance(image_shape, (str, bytes)) or not hasattr(image_shape, "__len__"):
+        raise TypeError(f"{name} must be a (height, width) pair, got {image_shape!r}")
+    if len(image_shape) != 2:
+        raise ValueError(
+            f"{name} must be a (height, width) pair, got {len(image_shape)} numbers: "
+            f"{tuple(image_shape)!r}"
+        )
+    for side in image_shape:
+        if isinstance(side, bool) or not isinstance(side, numbers.Integral):
+            raise TypeError(f"{name} must hold two positive integers, got {image_shape!r}")
+    height = check_positive_int(image_shape[0], f"{name}[0] (height)")
+    width = check_positive_int(image_shape[1], f"{name}[1] (width)")
+    return height, width

@@ -49,7 +49,6 @@ import numpy as np
 
 from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import updates as _k
-from nmfsc.projection import _max_filter_passes
 from nmfsc.solvers._common import (
     EXACT_BELOW,
     ColumnGram,
@@ -76,7 +75,7 @@ class _Projector:
         self.status = np.zeros(count, dtype=np.int64)
         self.passes = np.zeros(count, dtype=np.int64)
         self.ones = np.ones(count)
-        self.max_passes = _max_filter_passes(n)
+        self.max_passes = _proj.max_filter_passes(n)
 
     def rows(self, X, l2=None):
         """Project the rows of contiguous X onto L2 = l2 (default 1), L1 = l1_unit * l2.
