@@ -49,9 +49,11 @@ def test_public_api():
         "sparse_nmf",
         "NMFResult",
         "ConvergenceWarning",
+        "CheckpointMismatchError",
     ]:
         assert name in nmfsc.__all__
     assert issubclass(ConvergenceWarning, UserWarning)
+    assert nmfsc.CheckpointMismatchError is nmfsc.solvers.CheckpointMismatchError
 
 
 @pytest.mark.parametrize("solver", SOLVERS, ids=SOLVER_IDS)
