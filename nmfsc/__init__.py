@@ -8,6 +8,7 @@ from nmfsc.estimator import SparseNMF
 from nmfsc.projection import project, project_batch
 from nmfsc.scores import locality, orientation, sparseness_summary, summarize_scores
 from nmfsc.solvers import (
+    CheckpointMismatchError,
     ConvergenceWarning,
     NMFResult,
     local_nmf,
@@ -21,6 +22,7 @@ from nmfsc.sparseness import l1_for_sparseness, sparseness, sparseness_for_l1
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "CheckpointMismatchError",
     "ConvergenceWarning",
     "NMFResult",
     "SparseNMF",

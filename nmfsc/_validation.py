@@ -1,4 +1,11 @@
-"""Input checks shared by the public API. Every error names the argument."""
+"""Input checks shared by the public API. Every error names the argument.
+
+General arrays and numbers (:func:`as_float_array`, :func:`check_sparseness`,
+:func:`check_positive_int`, :func:`check_nonneg_real`,
+:func:`check_optional_sparseness`), the solvers' data and starting factors
+(:func:`check_data`, :func:`check_factor`) and image shapes
+(:func:`check_image_shape`).
+"""
 
 import numbers
 
@@ -48,3 +55,68 @@ def check_positive_int(value, name):
     if value < 1:
         raise ValueError(f"{name} must be >= 1, got {value!r}")
     return int(value)
+
+
+def check_nonneg_real(value, name, *, positive=False, allow_none=False):
+    """A finite real number >= 0 (> 0 with ``positive``), or None if allowed."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if not np.isfinite(value) or value < 0 or (positive and value == 0):
+        what = "> 0" if positive else ">= 0"
+        raise ValueError(f"{name} must be finite and {what}, got {value!r}")
+    return value
+
+
+def check_optional_sparseness(value, name):
+    """None (unconstrained) or a real number in [0, 1]."""
+    if value is None:
+        return None
+    return check_sparseness(value, name)
+
+
+def check_data(V):
+    """``V`` as a float64 array with at least one positive entry, and max(V).
+
+    float32 (or integer) input is accepted and converted: the solvers compute
+    in float64. scipy.sparse input is refused with a TypeError that says to
+    call ``.toarray()`` (the updates are dense anyway).
+    """
+    V = as_float_array(V, "V", ndim=2)
+    if np.any(V < 0):
+        raise ValueError(f"V has negative entries; NMF needs V >= 0 (min(V) = {float(V.min())!r})")
+    scale = float(V.max())
+    if scale == 0.0:
+        raise ValueError(f"V is all zeros (shape {V.shape}); there is nothing to factorize")
+    return V, scale
+
+
+def check_factor(X, name, shape):
+    """A user-given W_init or H_init: finite, non-negative, of the right shape."""
+    if X is None:
+        return None
+    X = as_float_array(X, name, ndim=2)
+    if X.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {X.shape}")
+    if np.any(X < 0):
+        raise ValueError(f"{name} has negative entries; it must be >= 0")
+    return X
+
+
+def check_image_shape(image_shape, name):
+    """A (height, width) pair of positive integers, as a tuple of ints."""
+    if isinstance(image_shape, (str, bytes)) or not hasattr(image_shape, "__len__"):
+        raise TypeError(f"{name} must be a (height, width) pair, got {image_shape!r}")
+    if len(image_shape) != 2:
+        raise ValueError(
+            f"{name} must be a (height, width) pair, got {len(image_shape)} numbers: "
+            f"{tuple(image_shape)!r}"
+        )
+    for side in image_shape:
+        if isinstance(side, bool) or not isinstance(side, numbers.Integral):
+            raise TypeError(f"{name} must hold two positive integers, got {image_shape!r}")
+    height = check_positive_int(image_shape[0], f"{name}[0] (height)")
+    width = check_positive_int(image_shape[1], f"{name}[1] (width)")
+    return height, width

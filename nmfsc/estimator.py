@@ -14,9 +14,8 @@ import inspect
 
 import numpy as np
 
-from nmfsc._validation import as_float_array
-from nmfsc.solvers._common import check_optional_sparseness
-from nmfsc.solvers.nmfsc import _fit_coefficients, nmf_sc
+from nmfsc._validation import as_float_array, check_optional_sparseness
+from nmfsc.solvers.hoyer import fit_coefficients, nmf_sc
 
 __all__ = ["SparseNMF"]
 
@@ -289,7 +288,7 @@ class SparseNMF(TransformerMixin, BaseEstimator):
         self._check_coefficient_samples(X, s_h)
         if not np.any(X > 0):  # all zeros: the coefficients are zero
             return np.zeros((X.shape[0], self.n_components_))
-        result = _fit_coefficients(
+        result = fit_coefficients(
             X.T,
             self.components_.T,
             sparseness_h=s_h,

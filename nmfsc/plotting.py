@@ -19,8 +19,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from nmfsc._validation import as_float_array, check_positive_int
-from nmfsc.scores import _check_image_shape
+from nmfsc._validation import as_float_array, check_image_shape, check_positive_int
 from nmfsc.sparseness import sparseness
 
 __all__ = [
@@ -128,7 +127,7 @@ def tile_images(W, image_shape, n_cols=None, normalize="l2", border=1, signed=Fa
         If W is not 2-D, has the wrong number of rows, has negative entries
         while ``signed`` is False, or an argument is out of range.
     """
-    height, width = _check_image_shape(image_shape, "image_shape")
+    height, width = check_image_shape(image_shape, "image_shape")
     W = as_float_array(W, "W", ndim=2)
     if W.shape[0] != height * width:
         raise ValueError(
@@ -286,7 +285,7 @@ def plot_on_off(
     list of matplotlib.axes.Axes
         The ON, OFF and ON-minus-OFF axes.
     """
-    height, width = _check_image_shape(patch_shape, "patch_shape")
+    height, width = check_image_shape(patch_shape, "patch_shape")
     n_pixels = height * width
     W = as_float_array(W, "W", ndim=2)
     if W.shape[0] != 2 * n_pixels:

@@ -56,10 +56,6 @@ def _method_code(method):
         raise ValueError(f"method must be one of {sorted(_METHODS)}, got {method!r}") from None
 
 
-def _max_filter_passes(n):
-    return 2 * int(np.ceil(np.log2(max(n, 2)))) + _k._FILTER_PASSES_SLACK
-
-
 def _check_targets(l1, l2, n, count):
     """Broadcast l1, l2 to ``count`` values and check that they are reachable."""
     l1 = np.asarray(l1, dtype=np.float64)
@@ -136,7 +132,7 @@ def project(x, l1, l2, *, nonneg=True, method="fast", return_passes=False):
     l1a, l2a = _check_targets(l1, l2, n, 1)
     out = np.empty(n)
     status, passes = _k.project_vector(
-        x, l1a[0], l2a[0], bool(nonneg), code, out, _max_filter_passes(n)
+        x, l1a[0], l2a[0], bool(nonneg), code, out, _k.max_filter_passes(n)
     )
     if status == _k.STATUS_NONFINITE:
         raise ValueError("x contains NaN or infinity")
@@ -180,7 +176,7 @@ def project_batch(
     status = np.zeros(count, dtype=np.int64)
     passes = np.zeros(count, dtype=np.int64)
     kernel = _k.project_rows_parallel if parallel else _k.project_rows
-    kernel(vectors, l1a, l2a, bool(nonneg), code, out, status, passes, _max_filter_passes(n))
+    kernel(vectors, l1a, l2a, bool(nonneg), code, out, status, passes, _k.max_filter_passes(n))
     _raise_nonfinite("X", status, axis)
     result = out.T if axis == 0 else out
     result = np.ascontiguousarray(result)

@@ -23,12 +23,10 @@ All scores of an all-zero basis vector are NaN (the energy distribution and
 the spectrum are 0 / 0 there); no warning is raised for it.
 """
 
-import numbers
-
 import numpy as np
 
-from nmfsc._validation import as_float_array, check_positive_int
-from nmfsc.sparseness import sparseness
+from nmfsc._validation import as_float_array, check_image_shape
+from nmfsc.sparseness import sparseness, sparseness_or_nan
 
 __all__ = [
     "locality",
@@ -42,23 +40,6 @@ __all__ = [
 #: multiple of the patch side: the spectrum is sampled on a grid this many
 #: times finer than the patch's own (the score changes by < 1e-3 beyond 4).
 ORIENTATION_PAD_FACTOR = 4
-
-
-def _check_image_shape(image_shape, name):
-    """A (height, width) pair of positive integers, as a tuple of ints."""
-    if isinstance(image_shape, (str, bytes)) or not hasattr(image_shape, "__len__"):
-        raise TypeError(f"{name} must be a (height, width) pair, got {image_shape!r}")
-    if len(image_shape) != 2:
-        raise ValueError(
-            f"{name} must be a (height, width) pair, got {len(image_shape)} numbers: "
-            f"{tuple(image_shape)!r}"
-        )
-    for side in image_shape:
-        if isinstance(side, bool) or not isinstance(side, numbers.Integral):
-            raise TypeError(f"{name} must hold two positive integers, got {image_shape!r}")
-    height = check_positive_int(image_shape[0], f"{name}[0] (height)")
-    width = check_positive_int(image_shape[1], f"{name}[1] (width)")
-    return height, width
 
 
 def _check_basis(W, n_rows, what):
@@ -99,7 +80,7 @@ def uniform_spread(image_shape):
     ``sqrt((n^2 - 1) / 12)``; the spread adds the two axes' variances. It is the
     reference that :func:`locality` divides by.
     """
-    height, width = _check_image_shape(image_shape, "image_shape")
+    height, width = check_image_shape(image_shape, "image_shape")
     return float(np.sqrt((height**2 - 1) / 12.0 + (width**2 - 1) / 12.0))
 
 
@@ -166,7 +147,7 @@ def locality(W, image_shape):
     >>> locality(W, (19, 19)).round(2)
     array([1.  , 0.74, 0.01])
     """
-    height, width = _check_image_shape(image_shape, "image_shape")
+    height, width = check_image_shape(image_shape, "image_shape")
     if height * width < 2:
         raise ValueError(f"image_shape must have at least 2 pixels, got {(height, width)!r}")
     W = _check_basis(W, height * width, f"image_shape {(height, width)!r}")
@@ -266,7 +247,7 @@ def orientation(W, patch_shape=(12, 12), on_off=True):
     >>> orientation(W, (12, 12), on_off=False).round(2)
     array([0.  , 0.84])
     """
-    patch_shape = _check_image_shape(patch_shape, "patch_shape")
+    patch_shape = check_image_shape(patch_shape, "patch_shape")
     if not isinstance(on_off, (bool, np.bool_)):
         raise TypeError(f"on_off must be True or False, got {on_off!r}")
     filters = _filters(W, patch_shape, bool(on_off))
@@ -321,14 +302,12 @@ def summarize_scores(values):
     return stats
 
 
-def _sparseness_or_nan(X, axis):
-    """Hoyer's sparseness along ``axis``, NaN where the vector is all zero."""
-    vectors = X if axis == 0 else X.T
-    nonzero = np.any(vectors != 0, axis=0)
-    values = np.full(vectors.shape[1], np.nan)
-    if np.any(nonzero):
-        values[nonzero] = sparseness(vectors[:, nonzero], axis=0)
-    return values
+def _sparseness_values(X, axis):
+    """Hoyer's sparseness along ``axis``, NaN where the vector is all zero; a
+    ValueError (from :func:`nmfsc.sparseness`) for non-zero vectors of length 1."""
+    if X.shape[axis] < 2 and np.any(X != 0):
+        sparseness(X, axis=axis)  # raises: undefined for vectors of length 1
+    return sparseness_or_nan(X, axis)
 
 
 def sparseness_summary(W, H):
@@ -366,6 +345,6 @@ def sparseness_summary(W, H):
             "they must match (W is N x M, H is M x T)"
         )
     return {
-        "W": summarize_scores(_sparseness_or_nan(W, axis=0)),
-        "H": summarize_scores(_sparseness_or_nan(H, axis=1)),
+        "W": summarize_scores(_sparseness_values(W, axis=0)),
+        "H": summarize_scores(_sparseness_values(H, axis=1)),
     }

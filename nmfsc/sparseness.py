@@ -6,15 +6,17 @@ For x in R^n (n >= 2) with x != 0,
 
 which is 1 for a vector with a single non-zero entry, 0 for a vector whose
 entries all have the same magnitude, and interpolates smoothly in between.
-It is undefined (0 / 0) for n = 1 and for the zero vector: both raise
-``ValueError`` instead of returning NaN.
+It is undefined (0 / 0) for n = 1 and for the zero vector: :func:`sparseness`
+raises ``ValueError`` there, :func:`sparseness_or_nan` (for the solvers'
+results and the scores' summaries) returns NaN. Both compute the measure with
+the same operations, so they give the same bits wherever it is defined.
 """
 
 import numpy as np
 
 from nmfsc._validation import as_float_array, check_positive_int, check_sparseness
 
-__all__ = ["sparseness", "l1_for_sparseness", "sparseness_for_l1"]
+__all__ = ["sparseness", "sparseness_or_nan", "l1_for_sparseness", "sparseness_for_l1"]
 
 
 def sparseness(x, axis=None):
@@ -63,7 +65,6 @@ def sparseness(x, axis=None):
         raise ValueError(
             "sparseness is undefined for vectors of length 1 (sqrt(n) - 1 = 0); it needs n >= 2"
         )
-    # Scale each vector by its largest magnitude so the L2 norm cannot overflow.
     peak = np.max(np.abs(vectors), axis=0)
     zero = peak == 0
     if np.any(zero):
@@ -71,12 +72,48 @@ def sparseness(x, axis=None):
             "" if axis is None else f" (index {int(np.flatnonzero(zero)[0])} along axis {1 - axis})"
         )
         raise ValueError(f"sparseness is undefined for an all-zero vector{where}")
+    values = _columns_sparseness(vectors, peak)
+    return float(values[0]) if axis is None else values
+
+
+def sparseness_or_nan(X, axis):
+    """Hoyer's sparseness of every column (``axis=0``) or row (``axis=1``) of a
+    2-D array, NaN where it is undefined.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n_rows, n_cols)
+        Float array; it is not validated (NaN entries give NaN).
+    axis : {0, 1}
+        0: the sparseness of every column, 1: of every row.
+
+    Returns
+    -------
+    ndarray
+        As :func:`sparseness` ``(X, axis)`` where that is defined, and NaN for
+        an all-zero vector and for every vector when they have length 1.
+    """
+    vectors = X if axis == 0 else X.T
+    n = vectors.shape[0]
+    out = np.full(vectors.shape[1], np.nan)
+    if n < 2:
+        return out
+    peak = np.max(np.abs(vectors), axis=0)
+    ok = peak > 0
+    out[ok] = _columns_sparseness(vectors[:, ok], peak[ok])
+    return out
+
+
+def _columns_sparseness(vectors, peak):
+    """The measure of every column of ``vectors`` (length n >= 2), given each
+    column's largest magnitude ``peak`` (> 0). Dividing by it first keeps the
+    L2 norm from overflowing."""
+    n = vectors.shape[0]
     scaled = vectors / peak
     l1 = np.sum(np.abs(scaled), axis=0)
     l2 = np.sqrt(np.sum(scaled * scaled, axis=0))
     root_n = np.sqrt(n)
-    values = np.clip((root_n - l1 / l2) / (root_n - 1.0), 0.0, 1.0)
-    return float(values[0]) if axis is None else values
+    return np.clip((root_n - l1 / l2) / (root_n - 1.0), 0.0, 1.0)
 
 
 def l1_for_sparseness(sparseness, n, l2=1.0):

@@ -29,8 +29,10 @@ def draw_run(subfig, run, label):
 
 
 def scores(run):
-    """Locality (face data) or orientation (natural data) of every basis vector."""
-    from nmfsc.scores import locality, orientation
+    """Locality (face data) or orientation (natural data) of the basis vectors:
+    mean, median, min and max over those where it is defined (an all-zero
+    vector has none; see :func:`nmfsc.scores.summarize_scores`)."""
+    from nmfsc.scores import locality, orientation, summarize_scores
 
     dataset = run.experiment.dataset
     if dataset == "natural":
@@ -39,15 +41,8 @@ def scores(run):
     else:
         values = locality(run.W, IMAGE_SHAPES[dataset])
         name = "locality"
-    values = np.asarray(values, dtype=float)
-    return {
-        name: {
-            "mean": float(np.mean(values)),
-            "median": float(np.median(values)),
-            "min": float(np.min(values)),
-            "max": float(np.max(values)),
-        }
-    }
+    stats = summarize_scores(values)
+    return {name: {key: stats[key] for key in ("mean", "median", "min", "max")}}
 
 
 def run_entry(run):

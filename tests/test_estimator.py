@@ -12,7 +12,7 @@ import pytest
 
 import nmfsc
 from nmfsc import ConvergenceWarning, SparseNMF
-from nmfsc.solvers.nmfsc import _fit_coefficients
+from nmfsc.solvers.hoyer import fit_coefficients
 
 M = 4
 
@@ -99,10 +99,22 @@ def test_transform_of_new_data(X):
 
 def test_fit_coefficients_keeps_w_fixed(X):
     res = nmfsc.nmf_sc(X.T, M, random_state=0, tol=1e-4)
-    coef = _fit_coefficients(X.T, res.W, random_state=1, tol=1e-4)
+    coef = fit_coefficients(X.T, res.W, random_state=1, tol=1e-4)
     np.testing.assert_allclose(coef.W, res.W, rtol=1e-14)
     assert coef.solver.startswith("nmf_sc") and coef.converged
     assert np.all(np.diff(coef.objective) <= 1e-12 * coef.objective[0])
+
+
+def test_fit_coefficients_takes_the_loop_keywords_but_not_w_init(X):
+    res = nmfsc.nmf_sc(X.T, M, random_state=0, tol=1e-4)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'max_iters'"):
+        fit_coefficients(X.T, res.W, max_iters=5)
+    with pytest.raises(TypeError, match="W_init is not an option"):
+        fit_coefficients(X.T, res.W, W_init=res.W)
+    seen = []
+    with pytest.warns(ConvergenceWarning, match="max_iter=3 reached"):
+        coef = fit_coefficients(X.T, res.W, max_iter=3, tol=0, callback=seen.append)
+    assert coef.n_iter == 3 and [s.iteration for s in seen] == [1, 2, 3]
 
 
 def test_inverse_transform(X):

@@ -6,6 +6,7 @@ test_solvers_checkpoint.py.
 """
 
 import dataclasses
+import inspect
 import warnings
 
 import numpy as np
@@ -48,9 +49,33 @@ def test_public_api():
         "sparse_nmf",
         "NMFResult",
         "ConvergenceWarning",
+        "CheckpointMismatchError",
     ]:
         assert name in nmfsc.__all__
     assert issubclass(ConvergenceWarning, UserWarning)
+    assert nmfsc.CheckpointMismatchError is nmfsc.solvers.CheckpointMismatchError
+
+
+@pytest.mark.parametrize("solver", SOLVERS, ids=SOLVER_IDS)
+def test_loop_keywords_are_the_loop_settings_fields(solver):
+    """Each solver's signature (as inspect and help() show it) ends with
+    LoopSettings' fields: same names, order and defaults, keyword-only."""
+    from nmfsc.solvers._settings import LoopSettings
+
+    fields = [(f.name, f.default) for f in dataclasses.fields(LoopSettings)]
+    params = list(inspect.signature(solver).parameters.values())[-len(fields) :]
+    assert [(p.name, p.default) for p in params] == fields
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params)
+
+
+def test_estimator_loop_defaults_are_the_loop_settings_defaults():
+    from nmfsc.solvers._settings import LoopSettings
+
+    params = inspect.signature(nmfsc.SparseNMF).parameters
+    shared = set(params) & set(LoopSettings.names())
+    assert shared == {"max_iter", "tol", "window", "max_time", "random_state", "progress"}
+    for name in shared:
+        assert params[name].default == getattr(LoopSettings(), name)
 
 
 # --- input checks ---------------------------------------------------------------
@@ -263,7 +288,7 @@ def test_euclidean_history_is_the_objective_of_the_returned_factors(V, solver, o
 
 
 def test_column_gram_is_computed_once_per_array():
-    from nmfsc.solvers._common import ColumnGram
+    from nmfsc.solvers._objective import ColumnGram
 
     rng = np.random.default_rng(0)
     W = rng.random((20, 3))
@@ -399,7 +424,7 @@ def test_step_size_underflow_is_convergence(V, monkeypatch, s_w, s_h):
     the run, in the H step (nothing changes) or the W step (H has moved and
     the iteration counts).
     """
-    from nmfsc.solvers import nmfsc as module
+    from nmfsc.solvers import hoyer as module
 
     monkeypatch.setattr(module, "MU_MIN", 0.9)
     with warnings.catch_warnings():

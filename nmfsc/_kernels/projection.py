@@ -75,6 +75,13 @@ METHOD_FAST = 1
 # this bounds its worst case at O(n log n) (each pass is O(current support)).
 _FILTER_PASSES_SLACK = 8
 
+
+def max_filter_passes(n):
+    """The filter passes the fast kernel may make on a vector of length ``n``
+    before it sorts what is left: ``2 ceil(log2(n)) + 8``."""
+    return 2 * int(np.ceil(np.log2(max(n, 2)))) + _FILTER_PASSES_SLACK
+
+
 # 1 - rho^2 / k at or below this is taken as 0 (the flat vector rho / k, whose
 # norm is then within 5e-16 of 1): for a target sparseness of exactly 0,
 # rho = fl(sqrt(n)) leaves r2 = 1 - rho^2 / n an ulp above 0, and its square

@@ -13,23 +13,15 @@ instead of raising, so a degenerate iterate shows up in the objective.
 
 import math
 
+import numpy as np
 from numba import njit
 
 
 @njit(cache=True, error_model="numpy")
-def multiplicative_update(X, num, den, eps):
-    """``X *= num / (den + eps)`` (Lee & Seung's Euclidean update)."""
-    rows, cols = X.shape
-    for i in range(rows):
-        for j in range(cols):
-            X[i, j] *= num[i, j] / (den[i, j] + eps)
-
-
-@njit(cache=True, error_model="numpy")
 def multiplicative_update_into(X, num, den, eps, out, row_ss):
-    """``out = X * (num / (den + eps))`` (the same rounding as
-    :func:`multiplicative_update`, without a copy of X first), and
-    ``row_ss[i] = sum_j out[i, j]**2`` (for :func:`scale_rows_to_unit_l2`).
+    """``out = X * (num / (den + eps))`` (Lee & Seung's Euclidean update,
+    written to a new array), and ``row_ss[i] = sum_j out[i, j]**2`` (for
+    :func:`scale_rows_to_unit_l2`).
 
     The sums of squares run in a second loop over the (cache-warm) rows with
     four interleaved partial sums: a single running sum would be one long
@@ -102,19 +94,16 @@ def sqrt_update(X, num):
 @njit(cache=True, error_model="numpy")
 def normalize_rows_to_unit_l2(H, W):
     """Scale every row of H to unit L2 norm and multiply W's columns by the old
-    norms, so that W H is unchanged. A zero row is left as it is."""
+    norms, so that W H is unchanged. A zero row is left as it is. The sums of
+    squares run sequentially along each row."""
     M, T = H.shape
-    N = W.shape[0]
+    row_ss = np.empty(M)
     for j in range(M):
         ss = 0.0
         for t in range(T):
             ss += H[j, t] * H[j, t]
-        norm = math.sqrt(ss)
-        if norm > 0.0:
-            for t in range(T):
-                H[j, t] /= norm
-            for i in range(N):
-                W[i, j] *= norm
+        row_ss[j] = ss
+    scale_rows_to_unit_l2(H, W, row_ss)
 
 
 @njit(cache=True, error_model="numpy")

@@ -4,16 +4,21 @@ Every solver takes V (N x T, non-negative, one sample per column) and the
 number of components M, works on ``V / max(V)``, and returns an
 :class:`NMFResult` whose W is back in the units of V (``W @ H ~ V``).
 
-Modules: ``nmfsc`` (the sparseness-constrained solver), ``baselines``
-(Euclidean, divergence, local and sparse NMF), ``_loop`` (the shared outer
-loop and stopping rule), ``checkpoint`` (saving and resuming), ``_common``
-(input checks and the random start), ``_result`` (the result and warning).
+Modules: ``hoyer`` (nmf_sc, Hoyer's sparseness-constrained solver),
+``standard`` (Lee & Seung's Euclidean and divergence NMF), ``penalized``
+(local and sparse NMF), ``_loop`` (the shared outer loop and stopping rule),
+``_settings`` (the loop keywords, :class:`LoopSettings`), ``_start`` (the
+random start), ``_objective`` (the Euclidean objective and Gram products),
+``checkpoint`` (saving and resuming), ``_docs`` (the shared docstring
+sections), ``_result`` (the result and warning). The input checks are in
+:mod:`nmfsc._validation`.
 """
 
 from nmfsc.solvers._result import ConvergenceWarning, IterationState, NMFResult
-from nmfsc.solvers.baselines import local_nmf, nmf_divergence, nmf_euclidean, sparse_nmf
 from nmfsc.solvers.checkpoint import CheckpointMismatchError
-from nmfsc.solvers.nmfsc import nmf_sc
+from nmfsc.solvers.hoyer import nmf_sc
+from nmfsc.solvers.penalized import local_nmf, sparse_nmf
+from nmfsc.solvers.standard import nmf_divergence, nmf_euclidean
 
 __all__ = [
     "CheckpointMismatchError",

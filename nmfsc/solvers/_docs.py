@@ -6,7 +6,7 @@ A solver's docstring holds the placeholders ``%(data)s`` (V, n_components),
 sections' text; :func:`document` fills them in.
 """
 
-__all__ = ["DIVERGENCE_UNITS", "EUCLIDEAN_UNITS", "document"]
+__all__ = ["DIVERGENCE_UNITS", "EUCLIDEAN_UNITS", "OPTIONS", "document"]
 
 DATA = """\
     V : array_like, shape (N, T)

@@ -1,6 +1,12 @@
 """The outer loop shared by every solver: start, stopping rule, progress bar,
 callback, checkpoints and the result.
 
+:func:`solve` runs a :class:`_Run` through its named steps: start or resume
+(:meth:`_Run.start_or_resume`), iterate (:meth:`_Run.iterate`: the stop test
+:meth:`_Run.stop_test`, then :meth:`_Run.advance`, which records the
+iteration, shows it, asks the callback and checkpoints), then finish (truncate
+the history, save) and build the result.
+
 A solver supplies a *steps* object (see :class:`Steps`); this module runs it.
 The per-iteration work is the steps object's; everything about *when* to stop
 and what to record is here, once.
@@ -29,25 +35,14 @@ from __future__ import annotations
 
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
-from nmfsc._validation import check_positive_int
-from nmfsc.solvers._common import (
-    check_data,
-    check_factor,
-    check_loop_options,
-    random_start,
-    safe_sparseness,
-)
+from nmfsc._validation import check_data, check_positive_int
 from nmfsc.solvers._result import ConvergenceWarning, IterationState, NMFResult
-from nmfsc.solvers.checkpoint import (
-    array_digest,
-    fingerprint,
-    load_checkpoint,
-    save_checkpoint,
-)
+from nmfsc.solvers._start import fresh_start, start_description
+from nmfsc.solvers.checkpoint import fingerprint, load_checkpoint, save_checkpoint
+from nmfsc.sparseness import sparseness_or_nan
 
 __all__ = ["Steps", "solve", "tol_reached"]
 
@@ -61,7 +56,7 @@ _WARN_HINT = {
 
 
 class Steps:
-    """Interface of a solver's iteration (subclassed in nmfsc.py and baselines.py).
+    """Interface of a solver's iteration (subclassed in hoyer.py, standard.py and penalized.py).
 
     ``V`` is the normalised data (max 1). A *state* is a dict of the arrays and
     numbers that define an iterate (``"W"``, ``"H"``, C-contiguous float64,
@@ -111,17 +106,6 @@ def tol_reached(history, window, tol):
     return bool(abs(old - new) < tol * abs(old))
 
 
-def _start_description(random_state, W_init, H_init):
-    """What determines the start, for checkpoint matching (None: not comparable)."""
-    seed = None
-    if W_init is None or H_init is None:
-        if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
-            seed = int(random_state)
-        else:
-            return None
-    return {"seed": seed, "W_init": array_digest(W_init), "H_init": array_digest(H_init)}
-
-
 def _read_only(X):
     view = X.view()
     view.flags.writeable = False
@@ -140,180 +124,204 @@ def _progress_bar(progress, name, total, initial):
     return tqdm(total=total, initial=initial, desc=name, unit="it", dynamic_ncols=True)
 
 
-def solve(
-    make_steps,
-    V,
-    n_components,
-    *,
-    solver_params,
-    W_init,
-    H_init,
-    random_state,
-    max_iter,
-    tol,
-    window,
-    max_time,
-    callback,
-    progress,
-    checkpoint,
-    checkpoint_every,
-    checkpoint_seconds,
-    resume,
-):
+def solve(make_steps, V, n_components, *, solver_params, settings):
     """Validate, start (or resume), iterate until a stop, and build the result.
 
     ``make_steps(V_normalised, n_components)`` returns the :class:`Steps`.
     ``solver_params`` are the solver's own settings (already validated), saved
-    in the result and checked when resuming.
+    in the result and checked when resuming; ``settings`` are the call's
+    :class:`~nmfsc.solvers._settings.LoopSettings`, not yet validated.
     """
-    V, scale = check_data(V)
-    M = check_positive_int(n_components, "n_components")
-    N, T = V.shape
-    W_init = check_factor(W_init, "W_init", (N, M))
-    H_init = check_factor(H_init, "H_init", (M, T))
-    max_iter, tol, window, max_time, checkpoint_every, checkpoint_seconds = check_loop_options(
-        max_iter, tol, window, max_time, callback, checkpoint_every, checkpoint_seconds
-    )
-    if checkpoint is not None and not isinstance(checkpoint, (str, Path)):
-        raise TypeError(f"checkpoint must be a path (str or Path) or None, got {checkpoint!r}")
-    path = None if checkpoint is None else Path(checkpoint)
-    if resume and path is None:
-        raise ValueError("resume=True needs a checkpoint path (checkpoint=...)")
-
-    Vn = V / scale
-    steps = make_steps(Vn, M)
-    factor = scale**steps.objective_power
-    params = {"n_components": M, **solver_params}
-    meta = None
-    if path is not None:
-        meta = {
-            "solver": steps.name,
-            "params": params,
-            "data": fingerprint(V),
-            "start": _start_description(random_state, W_init, H_init),
-        }
-
-    if resume and path.exists():
-        state, iteration, history, times = load_checkpoint(path, meta)
-        steps.start(state)
-    else:
-        W0, H0 = random_start(random_state, N, M, T)
-        if W_init is not None:
-            W0 = W_init / scale
-        if H_init is not None:
-            H0 = H_init.copy()
-        state = steps.initialize(np.ascontiguousarray(W0), np.ascontiguousarray(H0))
-        history = [float(steps.start(state)) * factor]
-        times = [0.0]
-        iteration = 0
-
-    def save():
-        save_checkpoint(
-            path,
-            state=committed[0],
-            meta=meta,
-            iteration=committed[1],
-            objective=history[: committed[1] + 1],
-            times=times[: committed[1] + 1],
-        )
-
-    committed = (state, iteration)
-    bar = _progress_bar(progress, steps.name, max_iter, min(iteration, max_iter))
-    t0 = time.perf_counter() - times[-1]
-    last_save = time.perf_counter()
-    stop = None
-    try:
-        while True:
-            iteration = committed[1]
-            if tol_reached(history, window, tol):
-                stop = "tol"
-                break
-            if iteration >= max_iter:
-                stop = "max_iter"
-                break
-            if max_time is not None and time.perf_counter() - t0 >= max_time:
-                stop = "max_time"
-                break
-            new_state, objective, reason = steps.step(committed[0])
-            if objective is not None:
-                history.append(float(objective) * factor)
-                times.append(time.perf_counter() - t0)
-                committed = (new_state, iteration + 1)
-            elif new_state is not None:  # no iteration, but e.g. a new step size
-                committed = (new_state, iteration)
-            state, iteration = committed
-            if bar is not None and objective is not None:
-                prev = history[-2]
-                change = (prev - history[-1]) / abs(prev) if prev != 0 else 0.0
-                bar.set_postfix(
-                    objective=f"{history[-1]:.6g}", rel_change=f"{change:.2e}", refresh=False
-                )
-                bar.update(1)
-            if reason is not None:
-                stop = reason
-                break
-            if callback is not None:
-                view = IterationState(
-                    iteration=iteration,
-                    objective=history[-1],
-                    W=_read_only(state["W"] * scale),
-                    H=_read_only(state["H"]),
-                    elapsed=times[-1],
-                )
-                if callback(view) is True:
-                    stop = "callback"
-                    break
-            if path is not None:
-                now = time.perf_counter()
-                if iteration % checkpoint_every == 0 or (
-                    checkpoint_seconds is not None and now - last_save >= checkpoint_seconds
-                ):
-                    save()
-                    last_save = now
-    except KeyboardInterrupt:
-        stop = "interrupted"
-    finally:
-        if bar is not None:
-            bar.close()
-
-    state, iteration = committed
-    del history[iteration + 1 :]
-    del times[iteration + 1 :]
-    if path is not None:
-        save()
-
-    converged = stop in ("tol", "step_size")
+    run = _Run(make_steps, V, n_components, solver_params, settings)
+    stop = run.iterate()
+    run.finish()
     if stop in _WARN_HINT:
-        hint = _WARN_HINT[stop].format(max_iter=max_iter, tol=tol, max_time=max_time)
+        s = run.settings
+        hint = _WARN_HINT[stop].format(max_iter=s.max_iter, tol=s.tol, max_time=s.max_time)
         warnings.warn(
-            f"{steps.name} stopped after {iteration} iterations without converging: {hint}",
+            f"{run.steps.name} stopped after {run.committed[1]} iterations without "
+            f"converging: {hint}",
             ConvergenceWarning,
             stacklevel=3,
         )
+    return run.result(stop)
 
-    W = state["W"] * scale
-    H = state["H"].copy()
-    norm_v = np.linalg.norm(V)
-    relative_error = float(np.linalg.norm(V - W @ H) / norm_v)
-    return NMFResult(
-        W=W,
-        H=H,
-        objective=np.array(history),
-        times=np.array(times),
-        sparseness_W=safe_sparseness(W, 0),
-        sparseness_H=safe_sparseness(H, 1),
-        n_iter=iteration,
-        converged=converged,
-        stop_reason=stop,
-        solver=steps.name,
-        params={
-            **params,
-            "max_iter": max_iter,
-            "tol": tol,
-            "window": window,
-            "max_time": max_time,
-        },
-        scale=scale,
-        step_sizes=steps.step_sizes(state),
-        relative_error=relative_error,
-    )
+
+class _Run:
+    """One run of a solver: the normalised problem, its settings, the committed
+    iterate ``(state, iteration)`` and the objective and time histories.
+
+    The committed pair is replaced as a whole once an iteration is complete,
+    so that an interrupt never leaves a half-updated iterate.
+    """
+
+    def __init__(self, make_steps, V, n_components, solver_params, settings):
+        V, scale = check_data(V)
+        M = check_positive_int(n_components, "n_components")
+        N, T = V.shape
+        self.settings = settings = settings.validated(N, M, T)
+        self.V, self.scale = V, scale
+        self.steps = make_steps(V / scale, M)
+        self.factor = scale**self.steps.objective_power
+        self.params = {"n_components": M, **solver_params}
+        self.meta = None
+        if settings.checkpoint is not None:
+            self.meta = {
+                "solver": self.steps.name,
+                "params": self.params,
+                "data": fingerprint(V),
+                "start": start_description(settings.random_state, settings.W_init, settings.H_init),
+            }
+        self.start_or_resume((N, M, T))
+
+    def start_or_resume(self, shape):
+        """The committed iterate and histories: from the checkpoint when resuming
+        (and it exists), else the solver's start from the random or given factors."""
+        path = self.settings.checkpoint
+        if self.settings.resume and path.exists():
+            state, iteration, self.history, self.times = load_checkpoint(path, self.meta)
+            self.steps.start(state)
+        else:
+            state = fresh_start(self.steps, self.settings, self.scale, shape)
+            self.history = [float(self.steps.start(state)) * self.factor]
+            self.times = [0.0]
+            iteration = 0
+        self.committed = (state, iteration)
+
+    def iterate(self):
+        """Iterate until a stop; return the stop reason (``"interrupted"`` for a
+        KeyboardInterrupt, which leaves the last committed iterate)."""
+        s = self.settings
+        iteration = self.committed[1]
+        bar = _progress_bar(s.progress, self.steps.name, s.max_iter, min(iteration, s.max_iter))
+        self.t0 = time.perf_counter() - self.times[-1]
+        self.last_save = time.perf_counter()
+        try:
+            while True:
+                stop = self.stop_test() or self.advance(bar)
+                if stop is not None:
+                    return stop
+        except KeyboardInterrupt:
+            return "interrupted"
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def stop_test(self):
+        """The stop reason before the next iteration (tol, max_iter, max_time), or None."""
+        s = self.settings
+        if tol_reached(self.history, s.window, s.tol):
+            return "tol"
+        if self.committed[1] >= s.max_iter:
+            return "max_iter"
+        if s.max_time is not None and time.perf_counter() - self.t0 >= s.max_time:
+            return "max_time"
+        return None
+
+    def advance(self, bar):
+        """One step of the solver: record it, show it, ask the callback and save
+        a checkpoint when one is due. Returns a stop reason or None."""
+        new_state, objective, reason = self.steps.step(self.committed[0])
+        self.record(new_state, objective)
+        if bar is not None and objective is not None:
+            _show_progress(bar, self.history)
+        if reason is not None:
+            return reason
+        if self.callback_stops():
+            return "callback"
+        self.checkpoint_if_due()
+        return None
+
+    def record(self, new_state, objective):
+        """Commit the step's state; an iteration (``objective`` not None) also
+        extends the histories."""
+        iteration = self.committed[1]
+        if objective is not None:
+            self.history.append(float(objective) * self.factor)
+            self.times.append(time.perf_counter() - self.t0)
+            self.committed = (new_state, iteration + 1)
+        elif new_state is not None:  # no iteration, but e.g. a new step size
+            self.committed = (new_state, iteration)
+
+    def callback_stops(self):
+        """Call the callback (if any) with the committed iterate; True if it said stop."""
+        if self.settings.callback is None:
+            return False
+        state, iteration = self.committed
+        view = IterationState(
+            iteration=iteration,
+            objective=self.history[-1],
+            W=_read_only(state["W"] * self.scale),
+            H=_read_only(state["H"]),
+            elapsed=self.times[-1],
+        )
+        return self.settings.callback(view) is True
+
+    def checkpoint_if_due(self):
+        """Save every ``checkpoint_every`` iterations or ``checkpoint_seconds`` seconds."""
+        s = self.settings
+        if s.checkpoint is None:
+            return
+        now = time.perf_counter()
+        if self.committed[1] % s.checkpoint_every == 0 or (
+            s.checkpoint_seconds is not None and now - self.last_save >= s.checkpoint_seconds
+        ):
+            self.save()
+            self.last_save = now
+
+    def save(self):
+        state, iteration = self.committed
+        save_checkpoint(
+            self.settings.checkpoint,
+            state=state,
+            meta=self.meta,
+            iteration=iteration,
+            objective=self.history[: iteration + 1],
+            times=self.times[: iteration + 1],
+        )
+
+    def finish(self):
+        """Drop history entries past the committed iterate; save the checkpoint."""
+        iteration = self.committed[1]
+        del self.history[iteration + 1 :]
+        del self.times[iteration + 1 :]
+        if self.settings.checkpoint is not None:
+            self.save()
+
+    def result(self, stop):
+        """The :class:`NMFResult` of the committed iterate, in V's units."""
+        state, iteration = self.committed
+        s = self.settings
+        W = state["W"] * self.scale
+        H = state["H"].copy()
+        norm_v = np.linalg.norm(self.V)
+        relative_error = float(np.linalg.norm(self.V - W @ H) / norm_v)
+        return NMFResult(
+            W=W,
+            H=H,
+            objective=np.array(self.history),
+            times=np.array(self.times),
+            sparseness_W=sparseness_or_nan(W, 0),
+            sparseness_H=sparseness_or_nan(H, 1),
+            n_iter=iteration,
+            converged=stop in ("tol", "step_size"),
+            stop_reason=stop,
+            solver=self.steps.name,
+            params={
+                **self.params,
+                "max_iter": s.max_iter,
+                "tol": s.tol,
+                "window": s.window,
+                "max_time": s.max_time,
+            },
+            scale=self.scale,
+            step_sizes=self.steps.step_sizes(state),
+            relative_error=relative_error,
+        )
+
+
+def _show_progress(bar, history):
+    prev = history[-2]
+    change = (prev - history[-1]) / abs(prev) if prev != 0 else 0.0
+    bar.set_postfix(objective=f"{history[-1]:.6g}", rel_change=f"{change:.2e}", refresh=False)
+    bar.update(1)

@@ -39,28 +39,26 @@ recorded after each iteration is the last step's value by the same expansion
 the new W), so recording it costs no N x T product; when it is below 1e-4
 ||V||^2, where the cancellation would cost more than about 1e-11 of its
 relative accuracy, it is recomputed exactly as 0.5 ||V - W H||_F^2 from W H
-(see :func:`nmfsc.solvers._common.expanded_objective`). The history is
+(see :func:`nmfsc.solvers._objective.expanded_objective`). The history is
 non-increasing up to that rounding.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import updates as _k
-from nmfsc.projection import _max_filter_passes
-from nmfsc.solvers._common import (
-    EXACT_BELOW,
-    ColumnGram,
-    check_optional_sparseness,
-    expanded_objective,
-)
+from nmfsc._validation import check_optional_sparseness
 from nmfsc.solvers._docs import EUCLIDEAN_UNITS, document
-from nmfsc.solvers._loop import Steps, solve
+from nmfsc.solvers._loop import solve
+from nmfsc.solvers._objective import ColumnGram, SquaredErrorSteps, expanded_objective
+from nmfsc.solvers._settings import LoopSettings, takes_loop_settings
 from nmfsc.sparseness import l1_for_sparseness
 
-__all__ = ["nmf_sc"]  # and the private _fit_coefficients, used by nmfsc.SparseNMF.transform
+__all__ = ["fit_coefficients", "nmf_sc"]  # fit_coefficients: nmfsc.SparseNMF.transform
 
 MU_MIN = 1e-200
 MU_GROWTH = 1.2
@@ -76,7 +74,7 @@ class _Projector:
         self.status = np.zeros(count, dtype=np.int64)
         self.passes = np.zeros(count, dtype=np.int64)
         self.ones = np.ones(count)
-        self.max_passes = _max_filter_passes(n)
+        self.max_passes = _proj.max_filter_passes(n)
 
     def rows(self, X, l2=None):
         """Project the rows of contiguous X onto L2 = l2 (default 1), L1 = l1_unit * l2.
@@ -94,9 +92,10 @@ class _Projector:
         return self.out
 
 
-class SparseSteps(Steps):
+class HoyerSteps(SquaredErrorSteps):
+    """One iteration of nmf_sc: the H step, then the W step (module docstring)."""
+
     name = "nmf_sc"
-    objective_power = 2
 
     def __init__(self, V, n_components, sparseness_w, sparseness_h):
         super().__init__(V, n_components)
@@ -104,8 +103,6 @@ class SparseSteps(Steps):
         M = n_components
         self.s_w = sparseness_w
         self.s_h = sparseness_h
-        self.vv = float(np.vdot(V, V))
-        self.WH = np.empty_like(V)
         self.proj_h = (
             None if sparseness_h is None else _Projector(M, T, l1_for_sparseness(sparseness_h, T))
         )
@@ -131,15 +128,8 @@ class SparseSteps(Steps):
             "mu_H": 1.0,
         }
 
-    def start(self, state):
-        return self._objective(state["W"], state["H"])
-
     def step_sizes(self, state):
         return (float(state["mu_W"]), float(state["mu_H"]))
-
-    def _objective(self, W, H):
-        np.matmul(W, H, out=self.WH)
-        return _k.half_squared_residual(self.V, self.WH)
 
     # --- one iteration ----------------------------------------------------
     def step(self, state):
@@ -162,15 +152,7 @@ class SparseSteps(Steps):
             else:
                 W = W_new
         new = {"W": W, "H": H, "mu_W": mu_w, "mu_H": mu_h}
-        return new, self._recorded(energy, W, H), reason
-
-    def _recorded(self, energy, W, H):
-        """The objective to record for (W, H): ``energy``, its value by the
-        expansion from the last step's products, unless it is below
-        ``EXACT_BELOW ||V||^2`` (or not a number), where it is recomputed exactly."""
-        if energy >= EXACT_BELOW * self.vv:
-            return energy
-        return self._objective(W, H)
+        return new, self.recorded(energy, W, H), reason
 
     def _h_multiplicative(self, W, H, rescale=True):
         """The multiplicative H update; with ``rescale`` (nmf_sc) rows of H are
@@ -247,10 +229,10 @@ class SparseSteps(Steps):
                 return None, mu, before
 
 
-class CoefficientSteps(SparseSteps):
+class CoefficientSteps(HoyerSteps):
     """nmf_sc's H step alone, W fixed: the coefficients of data for a given basis.
 
-    With s_H set, the projected gradient step of :class:`SparseSteps` (rows of H
+    With s_H set, the projected gradient step of :class:`HoyerSteps` (rows of H
     at unit L2 norm and sparseness s_H); otherwise the multiplicative update
     without the row rescaling (which would change W). The start is nmf_sc's:
     rows of H scaled to unit L2 norm (and projected if s_H is set); W is used
@@ -274,22 +256,11 @@ class CoefficientSteps(SparseSteps):
                 return {**state, "mu_H": mu_h}, None, "step_size"
         new = {"W": W, "H": H, "mu_W": state["mu_W"], "mu_H": mu_h}
         if energy is None:
-            return new, self._objective(W, H), None
-        return new, self._recorded(energy, W, H), None
+            return new, self.objective(W, H), None
+        return new, self.recorded(energy, W, H), None
 
 
-def _fit_coefficients(
-    V,
-    W,
-    *,
-    sparseness_h=None,
-    random_state=None,
-    max_iter=10000,
-    tol=1e-5,
-    window=10,
-    max_time=None,
-    progress=False,
-):
+def fit_coefficients(V, W, *, sparseness_h=None, **loop):
     """H for data V (N x T) with the basis W (N x M, in V's units) held fixed.
 
     Runs nmf_sc's H step (see :class:`CoefficientSteps`) in the shared loop,
@@ -298,8 +269,13 @@ def _fit_coefficients(
     from the random draw of ``random_state`` (SPEC's start, W's draw unused).
     With ``sparseness_h`` set, every row of H -- one component's coefficients
     across the T samples of *this* V -- is kept at unit L2 norm and that
-    sparseness, as in nmf_sc; T must then be at least 2.
+    sparseness, as in nmf_sc; T must then be at least 2. ``loop`` are nmf_sc's
+    loop keywords (:class:`~nmfsc.solvers._settings.LoopSettings`) except
+    W_init: the start of W is ``W``.
     """
+    settings = LoopSettings.from_keywords("fit_coefficients", loop)
+    if settings.W_init is not None:
+        raise TypeError("fit_coefficients() takes the basis as W; W_init is not an option")
     s_h = check_optional_sparseness(sparseness_h, "sparseness_h")
     V_arr = np.asarray(V) if not hasattr(V, "nnz") else V
     if s_h is not None and getattr(V_arr, "ndim", 0) == 2 and V_arr.shape[1] < 2:
@@ -314,48 +290,14 @@ def _fit_coefficients(
     def make_steps(Vn, M):
         return CoefficientSteps(Vn, M, s_h)
 
-    return solve(
-        make_steps,
-        V,
-        W.shape[1],
-        solver_params={"sparseness_h": s_h, "fixed_W": True},
-        W_init=W,
-        H_init=None,
-        random_state=random_state,
-        max_iter=max_iter,
-        tol=tol,
-        window=window,
-        max_time=max_time,
-        callback=None,
-        progress=progress,
-        checkpoint=None,
-        checkpoint_every=50,
-        checkpoint_seconds=None,
-        resume=False,
-    )
+    settings = dataclasses.replace(settings, W_init=W)
+    params = {"sparseness_h": s_h, "fixed_W": True}
+    return solve(make_steps, V, W.shape[1], solver_params=params, settings=settings)
 
 
 @document(EUCLIDEAN_UNITS)
-def nmf_sc(
-    V,
-    n_components,
-    *,
-    sparseness_w=None,
-    sparseness_h=None,
-    W_init=None,
-    H_init=None,
-    random_state=None,
-    max_iter=10000,
-    tol=1e-5,
-    window=10,
-    max_time=None,
-    callback=None,
-    progress=False,
-    checkpoint=None,
-    checkpoint_every=50,
-    checkpoint_seconds=None,
-    resume=False,
-):
+@takes_loop_settings
+def nmf_sc(V, n_components, *, sparseness_w=None, sparseness_h=None, **loop):
     r"""Non-negative matrix factorization with sparseness constraints (Hoyer 2004).
 
     Finds non-negative ``W`` (N x M) and ``H`` (M x T) minimising
@@ -378,7 +320,7 @@ def nmf_sc(
     of H rescaled to unit norm, W's columns taking the norms) or
     :math:`W \leftarrow W \odot (V H^T) \oslash (W H H^T + 10^{-9})`.
     The objective never increases (up to rounding). See
-    :mod:`nmfsc.solvers.nmfsc` for the details and the fast evaluation of E.
+    :mod:`nmfsc.solvers.hoyer` for the details and the fast evaluation of E.
 
     Parameters
     ----------
@@ -418,28 +360,12 @@ def nmf_sc(
     >>> print(f"{res.relative_error:.2f}")  # ||V - W H|| / ||V||: W is in V's units
     0.52
     """
+    settings = LoopSettings.from_keywords("nmf_sc", loop)
     s_w = check_optional_sparseness(sparseness_w, "sparseness_w")
     s_h = check_optional_sparseness(sparseness_h, "sparseness_h")
 
     def make_steps(Vn, M):
-        return SparseSteps(Vn, M, s_w, s_h)
+        return HoyerSteps(Vn, M, s_w, s_h)
 
-    return solve(
-        make_steps,
-        V,
-        n_components,
-        solver_params={"sparseness_w": s_w, "sparseness_h": s_h},
-        W_init=W_init,
-        H_init=H_init,
-        random_state=random_state,
-        max_iter=max_iter,
-        tol=tol,
-        window=window,
-        max_time=max_time,
-        callback=callback,
-        progress=progress,
-        checkpoint=checkpoint,
-        checkpoint_every=checkpoint_every,
-        checkpoint_seconds=checkpoint_seconds,
-        resume=resume,
-    )
+    params = {"sparseness_w": s_w, "sparseness_h": s_h}
+    return solve(make_steps, V, n_components, solver_params=params, settings=settings)

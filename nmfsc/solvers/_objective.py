@@ -1,0 +1,102 @@
+"""The Euclidean objective E = 0.5 ||V - W H||_F^2: computed exactly from W H,
+or from the Gram products an iteration already has (without forming W H), and
+the base of the steps of the solvers that minimise it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nmfsc._kernels import updates as _k
+from nmfsc.solvers._loop import Steps
+
+__all__ = [
+    "EXACT_BELOW",
+    "ColumnGram",
+    "SquaredErrorSteps",
+    "exact_objective",
+    "expanded_objective",
+]
+
+
+#: The objective recorded after an iteration comes from the expansion below
+#: unless it is smaller than this fraction of ||V||^2; then it is recomputed
+#: exactly (see :func:`expanded_objective`).
+EXACT_BELOW = 1e-4
+
+
+class ColumnGram:
+    """``X^T X``, computed once per array and reused while it is asked for the
+    same array object.
+
+    The solvers never modify the arrays of their state in place, so the array's
+    identity stands for its contents: nmf_sc's W step computes W^T W of its
+    result for the objective and the next H step needs it again (as every H
+    step does when W is fixed), and nmf_euclidean's next H step needs the W^T W
+    its objective took. A miss computes the same product, so a resumed run,
+    whose W is a loaded copy, gets the same bits. Only the last array is kept.
+    """
+
+    def __init__(self):
+        self._last = None
+
+    def __call__(self, X):
+        if self._last is not None and self._last[0] is X:
+            return self._last[1]
+        gram = X.T @ X
+        self._last = (X, gram)
+        return gram
+
+
+def expanded_objective(vv, A, X, G, columns, quad=None):
+    """``0.5 ||V - W H||_F^2`` from products an iteration has already computed.
+
+    For a W step (``columns=True``: ``X = W``, ``A = V H^T``, ``G = H H^T``)::
+
+        0.5 (||V||^2 - 2 <V H^T, W> + <H H^T, W^T W>)
+
+    and for an H step (``columns=False``: ``X = H``, ``A = W^T V``,
+    ``G = W^T W``) the same with ``<W^T V, H>`` and ``<W^T W, H H^T>``; ``vv`` is
+    ||V||^2. It costs O(M^2 N) (or O(M^2 T)) instead of the O(N T M) of forming
+    W H. The expansion cancels: its absolute error is a few roundings of
+    ||V||^2 (about 1e-16 ||V||^2 to 1e-15 ||V||^2), so its *relative* error is
+    that over E. Callers that record it recompute E exactly when it is below
+    ``EXACT_BELOW * vv``, which bounds the relative error of every recorded
+    objective by about 1e-11. ``quad`` is ``W^T W`` (``H H^T``) if the caller
+    has it.
+    """
+    if quad is None:
+        quad = X.T @ X if columns else X @ X.T
+    return 0.5 * (vv - 2.0 * float(np.vdot(A, X)) + float(np.vdot(G, quad)))
+
+
+def exact_objective(V, W, H, WH):
+    """``0.5 ||V - W H||_F^2`` computed from ``W @ H``, written into the buffer ``WH``."""
+    np.matmul(W, H, out=WH)
+    return _k.half_squared_residual(V, WH)
+
+
+class SquaredErrorSteps(Steps):
+    """The iteration of a solver whose objective is ``E = 0.5 ||V - W H||_F^2``
+    (nmf_sc and Euclidean NMF): ||V||^2 and a W H buffer, kept for evaluating E."""
+
+    objective_power = 2
+
+    def __init__(self, V, n_components):
+        super().__init__(V, n_components)
+        self.vv = float(np.vdot(V, V))
+        self.WH = np.empty_like(V)
+
+    def start(self, state):
+        return self.objective(state["W"], state["H"])
+
+    def objective(self, W, H):
+        """E(W, H) computed exactly, from W H."""
+        return exact_objective(self.V, W, H, self.WH)
+
+    def recorded(self, energy, W, H):
+        """The objective to record for (W, H): ``energy``, its value by the
+        expansion from the last step's products, unless it is below
+        ``EXACT_BELOW ||V||^2`` (or not a number), where it is recomputed exactly."""
+        if energy >= EXACT_BELOW * self.vv:
+            return energy
+        return self.objective(W, H)

@@ -1,0 +1,125 @@
+"""The loop settings every solver takes: defined, documented and validated once.
+
+The thirteen loop keywords are the fields of :class:`LoopSettings` (names,
+order, defaults) and nowhere else; their documentation is
+:data:`nmfsc.solvers._docs.OPTIONS`. A public solver is written
+``def solver(V, n_components, *, <its own keywords>, **loop)`` and decorated
+with :func:`takes_loop_settings`, which gives it the full signature that
+``inspect.signature`` and ``help()`` show: its own parameters, then the
+fields as keyword-only parameters with their defaults. The solver turns
+``loop`` into settings with :meth:`LoopSettings.from_keywords` (an unknown
+keyword is the TypeError Python gives for any function) and hands them to
+:func:`nmfsc.solvers._loop.solve`, which validates them with
+:meth:`LoopSettings.validated`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import numbers
+from pathlib import Path
+
+from nmfsc._validation import check_factor, check_nonneg_real, check_positive_int
+from nmfsc.solvers._docs import OPTIONS
+
+__all__ = ["LoopSettings", "takes_loop_settings"]
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopSettings:
+    W_init: object = None
+    H_init: object = None
+    random_state: object = None
+    max_iter: int = 10000
+    tol: float = 1e-5
+    window: int = 10
+    max_time: float | None = None
+    callback: object = None
+    progress: bool = False
+    checkpoint: object = None
+    checkpoint_every: int = 50
+    checkpoint_seconds: float | None = None
+    resume: bool = False
+
+    @classmethod
+    def names(cls):
+        """The loop keywords, in signature order."""
+        return tuple(field.name for field in dataclasses.fields(cls))
+
+    @classmethod
+    def from_keywords(cls, solver, keywords):
+        """The settings from a solver's ``**loop`` keywords (the others default).
+
+        A name that is not a field raises the TypeError Python gives for an
+        unknown keyword argument of ``solver`` (the function's name).
+        """
+        for name in keywords:
+            if name not in cls.names():
+                raise TypeError(f"{solver}() got an unexpected keyword argument '{name}'")
+        return cls(**keywords)
+
+    def validated(self, N, M, T):
+        """The settings checked and converted, for data N x T and M components.
+
+        W_init and H_init become float64 arrays (shapes (N, M), (M, T)),
+        max_iter an int, tol and the times floats, checkpoint a Path (or None).
+        Raises TypeError or ValueError naming the offending keyword.
+        """
+        W_init = check_factor(self.W_init, "W_init", (N, M))
+        H_init = check_factor(self.H_init, "H_init", (M, T))
+        max_iter = self.max_iter
+        if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral):
+            raise TypeError(f"max_iter must be a non-negative integer, got {max_iter!r}")
+        if max_iter < 0:
+            raise ValueError(f"max_iter must be >= 0, got {max_iter!r}")
+        tol = check_nonneg_real(self.tol, "tol")
+        window = check_positive_int(self.window, "window")
+        max_time = check_nonneg_real(self.max_time, "max_time", positive=True, allow_none=True)
+        if self.callback is not None and not callable(self.callback):
+            raise TypeError(f"callback must be callable or None, got {self.callback!r}")
+        checkpoint_every = check_positive_int(self.checkpoint_every, "checkpoint_every")
+        checkpoint_seconds = check_nonneg_real(
+            self.checkpoint_seconds, "checkpoint_seconds", positive=True, allow_none=True
+        )
+        checkpoint = self.checkpoint
+        if checkpoint is not None and not isinstance(checkpoint, (str, Path)):
+            raise TypeError(f"checkpoint must be a path (str or Path) or None, got {checkpoint!r}")
+        if self.resume and checkpoint is None:
+            raise ValueError("resume=True needs a checkpoint path (checkpoint=...)")
+        return dataclasses.replace(
+            self,
+            W_init=W_init,
+            H_init=H_init,
+            max_iter=int(max_iter),
+            tol=tol,
+            window=window,
+            max_time=max_time,
+            checkpoint=None if checkpoint is None else Path(checkpoint),
+            checkpoint_every=checkpoint_every,
+            checkpoint_seconds=checkpoint_seconds,
+        )
+
+
+LoopSettings.__doc__ = f"""The loop keywords of a solver call (start, stopping, callback,
+    progress bar and checkpoints), as given.
+
+    Parameters
+    ----------
+{OPTIONS}
+    """
+
+
+def takes_loop_settings(func):
+    """Give a solver ``func(V, n_components, *, ..., **loop)`` the signature with
+    the loop keywords spelled out: its own parameters, then every
+    :class:`LoopSettings` field as a keyword-only parameter with its default.
+    """
+    signature = inspect.signature(func)
+    own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    loop = [
+        inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=field.default)
+        for field in dataclasses.fields(LoopSettings)
+    ]
+    func.__signature__ = signature.replace(parameters=own + loop)
+    return func

@@ -1,0 +1,187 @@
+"""Standard NMF (Lee & Seung 2001), the baseline of Hoyer (2004): the Euclidean
+objective (nmfpack's nmfmse) and the divergence objective (nmfdiv), exactly as
+SPEC.md restates the original MATLAB code.
+
+All work on the normalised data V (max 1); see each function for its update
+and objective. :class:`QuotientSteps` is also the base of the penalised
+divergence solvers in :mod:`nmfsc.solvers.penalized`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nmfsc._kernels import updates as _k
+from nmfsc.solvers._docs import DIVERGENCE_UNITS, EUCLIDEAN_UNITS, document
+from nmfsc.solvers._loop import Steps, solve
+from nmfsc.solvers._objective import ColumnGram, SquaredErrorSteps
+from nmfsc.solvers._settings import LoopSettings, takes_loop_settings
+
+__all__ = ["QuotientSteps", "nmf_divergence", "nmf_euclidean"]
+
+EPS = 1e-9
+
+
+class EuclideanSteps(SquaredErrorSteps):
+    """One iteration of Euclidean NMF: H, then W, then H's rows to unit norm."""
+
+    name = "nmf_euclidean"
+
+    def __init__(self, V, n_components):
+        super().__init__(V, n_components)
+        self.w_gram = ColumnGram()  # W^T W, computed once per W array
+
+    def step(self, state):
+        W0, H0 = state["W"], state["H"]
+        # New arrays written by the kernels (the state is not modified); the
+        # H update also leaves the squared row norms for the rescaling.
+        H, W = np.empty_like(H0), np.empty_like(W0)
+        row_ss, unused = np.empty(H.shape[0]), np.empty(W.shape[0])
+        _k.multiplicative_update_into(H0, W0.T @ self.V, self.w_gram(W0) @ H0, EPS, H, row_ss)
+        VHt, HHt = self.V @ H.T, H @ H.T
+        _k.multiplicative_update_into(W0, VHt, W0 @ HHt, EPS, W, unused)
+        cross = float(np.vdot(VHt, W))
+        _k.scale_rows_to_unit_l2(H, W, row_ss)
+        # The objective of the new (W, H) from the W step's products, without
+        # forming W H (see expanded_objective), with the W^T W of the rescaled
+        # W that the next H step needs: rescaling W's columns by the row norms
+        # n of H and H's rows by 1 / n leaves <V H^T, W> and <H H^T, W^T W>
+        # unchanged. Exact when it is small.
+        norms = np.sqrt(row_ss)
+        norms[norms == 0.0] = 1.0  # a zero row of H was not rescaled
+        quad = self.w_gram(W) * (1.0 / norms)[:, None] * (1.0 / norms)[None, :]
+        energy = 0.5 * (self.vv - 2.0 * cross + float(np.vdot(HHt, quad)))
+        return {"W": W, "H": H}, self.recorded(energy, W, H), None
+
+
+# --------------------------------------------------------------------------
+# Divergence-based solvers. The quotient C = V / (W H + eps) of the current
+# iterate is computed with its objective (one pass over W H) at the end of each
+# iteration and used by the next; a resumed run recomputes it from W and H.
+# --------------------------------------------------------------------------
+class QuotientSteps(Steps):
+    """The iteration of a divergence-based solver: its objective D(V || W H)
+    plus a penalty, evaluated together with the quotient C of the iterate."""
+
+    objective_power = 1
+    #: eps in C = V / (W H + eps)
+    quotient_eps = EPS
+
+    def __init__(self, V, n_components):
+        super().__init__(V, n_components)
+        N, T = V.shape
+        self.WH = np.empty_like(V)
+        self.C = np.empty_like(V)
+        self.scratch = np.empty_like(V)
+        self.zeros_n = np.zeros(N)
+        self.zeros_m = np.zeros(n_components)
+        self.zeros_t = np.zeros(T)
+
+    def start(self, state):
+        return self._evaluate(state["W"], state["H"])
+
+    def _evaluate(self, W, H):
+        """Objective of (W, H); leaves C = V / (W H + eps) in self.C."""
+        np.matmul(W, H, out=self.WH)
+        divergence = _k.divergence_and_quotient(self.V, self.WH, self.quotient_eps, self.C)
+        return divergence + self.penalty(W, H)
+
+    def penalty(self, W, H):
+        return 0.0
+
+
+class DivergenceSteps(QuotientSteps):
+    """One iteration of divergence NMF: W, then H, then H's rows to unit norm."""
+
+    name = "nmf_divergence"
+
+    def step(self, state):
+        W, H = state["W"].copy(), state["H"].copy()
+        # W <- W * (C H^T) / (row sums of H), C = V / (W H + eps) of the current iterate
+        _k.outer_sum_update(W, self.C @ H.T, self.zeros_n, H.sum(axis=1))
+        # H <- H * (W^T C') / (column sums of W), C' = V / (W' H + eps) with the new W
+        np.matmul(W, H, out=self.WH)
+        _k.quotient(self.V, self.WH, EPS, self.scratch)
+        _k.outer_sum_update(H, W.T @ self.scratch, W.sum(axis=0), self.zeros_t)
+        _k.normalize_rows_to_unit_l2(H, W)
+        return {"W": W, "H": H}, self._evaluate(W, H), None
+
+
+@document(EUCLIDEAN_UNITS)
+@takes_loop_settings
+def nmf_euclidean(V, n_components, **loop):
+    r"""Standard NMF with the Euclidean objective (Lee & Seung 2001).
+
+    Minimises :math:`E = \tfrac12 \lVert V - W H \rVert_F^2` over
+    non-negative W (N x M) and H (M x T) with the multiplicative updates
+
+    .. math::
+
+        H &\leftarrow H \odot (W^T V) \oslash (W^T W H + 10^{-9}), \\
+        W &\leftarrow W \odot (V H^T) \oslash (W H H^T + 10^{-9}),
+
+    then every row of H is scaled to unit L2 norm and W's columns take the
+    norms (W H unchanged). The objective history is
+    :math:`\tfrac12 \lVert V - W H \rVert_F^2` of each iterate, computed
+    from the W step's products :math:`V H^T` and :math:`H H^T` (no extra
+    N x T product; relative error below about 1e-11) and exactly from
+    :math:`W H` when it is below 1e-4 :math:`\lVert V \rVert_F^2`.
+
+    Parameters
+    ----------
+    %(data)s
+    %(options)s
+
+    Returns
+    -------
+    %(returns)s
+
+    References
+    ----------
+    D. D. Lee and H. S. Seung, "Algorithms for non-negative matrix
+    factorization", NIPS 13, 2001.
+    P. O. Hoyer, "Non-negative matrix factorization with sparseness
+    constraints", JMLR 5:1457-1469, 2004 (nmfpack's nmfmse).
+    """
+    settings = LoopSettings.from_keywords("nmf_euclidean", loop)
+    return solve(EuclideanSteps, V, n_components, solver_params={}, settings=settings)
+
+
+@document(DIVERGENCE_UNITS)
+@takes_loop_settings
+def nmf_divergence(V, n_components, **loop):
+    r"""Standard NMF with the divergence objective (Lee & Seung 2001).
+
+    Minimises
+
+    .. math:: D(V \Vert W H) = \sum_{it} V_{it} \log \frac{V_{it}}{(WH)_{it}}
+              - V_{it} + (WH)_{it}
+
+    (terms with :math:`V_{it} = 0` contribute :math:`(WH)_{it}`) by, with
+    :math:`C = V \oslash (W H + 10^{-9})` recomputed before each half-step,
+
+    .. math::
+
+        W_{ij} &\leftarrow W_{ij} (C H^T)_{ij} / \textstyle\sum_t H_{jt}, \\
+        H_{jt} &\leftarrow H_{jt} (W^T C)_{jt} / \textstyle\sum_i W_{ij},
+
+    then every row of H is scaled to unit L2 norm and W's columns take the norms.
+
+    Parameters
+    ----------
+    %(data)s
+    %(options)s
+
+    Returns
+    -------
+    %(returns)s
+
+    References
+    ----------
+    D. D. Lee and H. S. Seung, "Algorithms for non-negative matrix
+    factorization", NIPS 13, 2001.
+    P. O. Hoyer, "Non-negative matrix factorization with sparseness
+    constraints", JMLR 5:1457-1469, 2004 (nmfpack's nmfdiv).
+    """
+    settings = LoopSettings.from_keywords("nmf_divergence", loop)
+    return solve(DivergenceSteps, V, n_components, solver_params={}, settings=settings)
