@@ -19,7 +19,7 @@ Files live in :func:`data_dir`: ``$NMFSC_DATA_DIR`` when set, else the OS cache.
 Synthetic data: :func:`swimmer`, :func:`bars`, scored by :func:`part_recovery`.
 """
 
-from ._fetchers import ENV_VAR, DataError, DataWarning, data_dir, download_all
+from ._fetchers import ENV_VAR, DataError, DataWarning, data_dir
 from ._loaders import (
     CBCL_SHAPE,
     NATURAL_SHAPE,
@@ -32,6 +32,7 @@ from ._loaders import (
     natural_images,
     orl_images,
 )
+from .catalog import download_all
 from .synthetic import SWIMMER_SHAPE, bars, part_recovery, swimmer
 
 __all__ = [

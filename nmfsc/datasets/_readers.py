@@ -87,6 +87,40 @@ def read_pgms(paths: list[Path], shape: tuple[int, int], fix: str) -> np.ndarray
     return images
 
 
+def read_unpacked_pgms(
+    data_folder: Path, archive, names: list[str], shape: tuple[int, int]
+) -> np.ndarray:
+    """Read 8-bit PGM images from the folder that an archive was unpacked into.
+
+    Parameters
+    ----------
+    data_folder : pathlib.Path
+        The data folder.
+    archive : nmfsc.datasets._archives.Archive
+        The (verified) archive; its images are under ``data_folder / archive.extract_dir``.
+    names : list of str
+        The images' paths in that folder, in the order wanted.
+    shape : tuple of int
+        Their (height, width).
+
+    Returns
+    -------
+    images : ndarray of uint8, shape (len(names), height, width)
+
+    Raises
+    ------
+    DataError
+        Naming the file, if one is missing, damaged or of another shape, and saying to
+        delete the folder so that it is unpacked anew from the archive.
+    """
+    folder = data_folder / archive.extract_dir
+    fix = (
+        f"It was unpacked from {archive.name}: delete the folder {folder} and load "
+        f"again to unpack it anew from the hash-checked archive."
+    )
+    return read_pgms([folder / name for name in names], shape, fix)
+
+
 def read_float32_image(path: Path, shape: tuple[int, int]) -> np.ndarray:
     """Read a headerless big-endian float32 image (sparsenet's trainset format).
 
