@@ -54,7 +54,7 @@ def load_cbcl(*, gate: Gate | None = None) -> np.ndarray:
     Parameters
     ----------
     gate : Gate or None
-        Where to fetch the data from; nmfsc's data folder when None.
+        Where to fetch and unpack ``face.train.tar.gz``; nmfsc's data folder when None.
 
     Returns
     -------
@@ -96,7 +96,7 @@ def load_orl(*, gate: Gate | None = None) -> np.ndarray:
     Parameters
     ----------
     gate : Gate or None
-        Where to fetch the data from; nmfsc's data folder when None.
+        Where to fetch and unpack ``att_faces.zip``; nmfsc's data folder when None.
 
     Returns
     -------

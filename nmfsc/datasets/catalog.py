@@ -82,19 +82,10 @@ class DataSet:
     seeded: bool = False
 
     def fetch(self, gate: Gate | None = None, progressbar: bool = False) -> Path:
-        """Make its files ready in the data folder (downloaded, verified, unpacked).
+        """Make its files ready in the data folder: downloaded, verified, unpacked.
 
-        Parameters
-        ----------
-        gate : Gate or None
-            The gate to use; :func:`~nmfsc.datasets._fetchers.default_gate` when None.
-        progressbar : bool, default False
-            Show download progress bars.
-
-        Returns
-        -------
-        folder : pathlib.Path
-            The data folder (archives are unpacked beside themselves).
+        Takes the arguments of :func:`download_all`, which does this for every data
+        set, and returns the data folder (archives are unpacked beside themselves).
         """
         gate = default_gate() if gate is None else gate
         for name in self.files:
