@@ -99,6 +99,8 @@ def parse_registry(text: str, base_url: str = "") -> Registry:
     -------
     registry : Registry
     """
+    # pooch.Pooch.load_registry reads the same file lines, but skips every "#" line and
+    # so the mirrors and origins; hence this parser (a test checks both agree).
     hashes, urls, mirrors, origins = {}, {}, {}, {}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
@@ -126,17 +128,6 @@ def parse_registry(text: str, base_url: str = "") -> Registry:
         for name, digest in hashes.items()
     }
     return Registry(entries, {key: tuple(value) for key, value in origins.items()})
-
-
-class _FromURL:
-    """A pooch downloader that fetches a fixed URL (to try the mirrors in turn)."""
-
-    def __init__(self, url: str, progressbar: bool):
-        self.url = url
-        self.progressbar = progressbar
-
-    def __call__(self, url: str, output_file: str, pup: pooch.Pooch) -> None:
-        pooch.HTTPDownloader(progressbar=self.progressbar)(self.url, output_file, pup)
 
 
 class Gate:
@@ -223,6 +214,9 @@ class Gate:
         """
         entry = self.entry(name)
         target = self.path / name
+        # pooch would also see a corrupt file and download it again, but only say so in
+        # its log: the hash is checked here first, to warn, and to name the corrupt file
+        # if the new download fails too.
         action = {"missing": "download", "corrupt": "update", "ok": "fetch"}[self.status(name)]
         if action == "update":
             warnings.warn(
@@ -241,9 +235,20 @@ class Gate:
         import requests  # pooch's own dependency; imported lazily, as pooch does
 
         failures = []
+        # pooch knows one URL per file, so the registry's mirrors are tried here, in
+        # turn: each URL through a pooch of its own on the same folder and hash, which
+        # downloads it (its downloader for the URL's protocol, its retries, its progress
+        # bar) to a temporary file and moves that into place only if the hash matches.
         for url in entry.urls:
+            pup = pooch.create(
+                path=self.path,
+                base_url="",
+                registry={entry.name: entry.sha256},
+                urls={entry.name: url},
+                retry_if_failed=self.pooch.retry_if_failed,
+            )
             try:
-                self.pooch.fetch(entry.name, downloader=_FromURL(url, progressbar))
+                pup.fetch(entry.name, progressbar=progressbar)
                 return
             except ValueError as error:  # pooch: downloaded file's hash mismatch
                 failures.append(
