@@ -2,6 +2,7 @@
 
 from reproduce._harness import close_suite, run_experiment, start_suite, write_json
 from reproduce._panels import panel_figure, run_entry
+from reproduce.experiments import pick
 
 
 def run_all(experiments, options):
@@ -13,20 +14,23 @@ def run_all(experiments, options):
         close_suite()
 
 
-def figure_main(options, *, name, caption, experiments, shown, labels, claims, parameters=None):
-    """Run ``experiments``, draw the runs named in ``shown``, write PNG/PDF/JSON.
+def figure_main(options, name, caption, panels, claims, *, runs=None, parameters=None):
+    """Run a figure's experiments, draw its panels, write PNG/PDF/JSON; return the paths.
 
-    ``claims(runs)`` turns the runs into the figure's claim numbers.
+    ``panels`` maps each run drawn, in panel order, to its label; ``runs`` names
+    every run the figure needs, in the order they run (default: the panels'), from
+    :data:`reproduce.experiments.EXPERIMENTS`. ``claims(runs)`` turns the runs
+    (name -> RunResult) into the figure's claim numbers.
     """
     from nmfsc.plotting import save_figure
 
-    runs = run_all(experiments, options)
-    fig = panel_figure([runs[n] for n in shown], labels)
+    results = run_all(pick(*(panels if runs is None else runs)), options)
+    fig = panel_figure([results[n] for n in panels], list(panels.values()))
     paths = list(save_figure(fig, options.out_dir / name))
     payload = {
         "parameters": parameters or {},
-        "experiments": {n: run_entry(r) for n, r in runs.items()},
-        "claims": claims(runs),
+        "experiments": {n: run_entry(r) for n, r in results.items()},
+        "claims": claims(results),
     }
     paths.append(write_json(options, name, caption, payload))
     return paths

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 import nmfsc
+from nmfsc.datasets.catalog import DATASETS
 
 # Iteration budget of --quick runs: enough to exercise every code path.
 QUICK_MAX_ITER = 5
@@ -146,19 +147,16 @@ def versions() -> dict:
 # --------------------------------------------------------------------------
 @functools.lru_cache(maxsize=4)
 def load_dataset(name: str, seed: int) -> np.ndarray:
-    """The data matrix V of SPEC.md for ``name`` (cached in this process)."""
-    from nmfsc import datasets
-
-    if name == "cbcl":
-        return datasets.load_cbcl()
-    if name == "orl":
-        return datasets.load_orl()
-    if name == "natural":
-        return datasets.load_natural(random_state=seed)
-    raise ValueError(f"unknown data set {name!r}")
+    """The data matrix V of SPEC.md for ``name``, a key of the data-set table (cached
+    in this process); ``seed`` draws the data sets that are sampled at random."""
+    if name not in DATASETS:
+        raise ValueError(f"unknown data set {name!r}")
+    dataset = DATASETS[name]
+    return dataset.load(random_state=seed) if dataset.seeded else dataset.load()
 
 
-IMAGE_SHAPES = {"cbcl": (19, 19), "orl": (56, 46), "natural": (12, 12)}
+# (height, width) of one column of V (of its ON half for natural patches), per data set.
+IMAGE_SHAPES = {name: dataset.tile_shape for name, dataset in DATASETS.items()}
 
 
 # --------------------------------------------------------------------------

@@ -19,10 +19,13 @@ orientation of (c) low (circular blobs; compare Figure 5).
 
 from reproduce._figure import figure_main
 from reproduce._panels import scores
-from reproduce.experiments import pick
 
 CAPTION = __doc__.split('"')[1]
-EXPERIMENTS = pick("fig1a", "fig1b", "fig1c")
+PANELS = {
+    "fig1a": "(a) CBCL, divergence NMF",
+    "fig1b": "(b) ORL, Euclidean NMF",
+    "fig1c": "(c) natural, Euclidean NMF",
+}
 
 
 def claims(runs):
@@ -36,12 +39,4 @@ def claims(runs):
 
 
 def main(options):
-    return figure_main(
-        options,
-        name="fig1",
-        caption=CAPTION,
-        experiments=EXPERIMENTS,
-        shown=("fig1a", "fig1b", "fig1c"),
-        labels=("(a) CBCL, divergence NMF", "(b) ORL, Euclidean NMF", "(c) natural, Euclidean NMF"),
-        claims=claims,
-    )
+    return figure_main(options, "fig1", CAPTION, PANELS, claims)

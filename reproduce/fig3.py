@@ -19,10 +19,9 @@ run) is slightly below 0.8.
 
 from reproduce._figure import figure_main
 from reproduce._panels import scores
-from reproduce.experiments import pick
 
 CAPTION = __doc__.split('"')[1]
-EXPERIMENTS = pick("fig3a", "fig3b", "fig3c", "fig1a")
+PANELS = {"fig3a": "(a) sW = 0.8", "fig3b": "(b) sH = 0.8", "fig3c": "(c) sW = 0.2"}
 
 
 def claims(runs):
@@ -41,12 +40,4 @@ def claims(runs):
 
 
 def main(options):
-    return figure_main(
-        options,
-        name="fig3",
-        caption=CAPTION,
-        experiments=EXPERIMENTS,
-        shown=("fig3a", "fig3b", "fig3c"),
-        labels=("(a) sW = 0.8", "(b) sH = 0.8", "(c) sW = 0.2"),
-        claims=claims,
-    )
+    return figure_main(options, "fig3", CAPTION, PANELS, claims, runs=(*PANELS, "fig1a"))

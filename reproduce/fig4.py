@@ -13,10 +13,9 @@ standard NMF on ORL (Figure 1b's run).
 
 from reproduce._figure import figure_main
 from reproduce._panels import scores
-from reproduce.experiments import pick
 
 CAPTION = __doc__.split('"')[1]
-EXPERIMENTS = pick("fig4a", "fig4b", "fig4c", "fig1b")
+PANELS = {"fig4a": "(a) sW = 0.5", "fig4b": "(b) sW = 0.6", "fig4c": "(c) sW = 0.75"}
 
 
 def claims(runs):
@@ -32,12 +31,4 @@ def claims(runs):
 
 
 def main(options):
-    return figure_main(
-        options,
-        name="fig4",
-        caption=CAPTION,
-        experiments=EXPERIMENTS,
-        shown=("fig4a", "fig4b", "fig4c"),
-        labels=("(a) sW = 0.5", "(b) sW = 0.6", "(c) sW = 0.75"),
-        claims=claims,
-    )
+    return figure_main(options, "fig4", CAPTION, PANELS, claims, runs=(*PANELS, "fig1b"))

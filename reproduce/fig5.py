@@ -13,10 +13,9 @@ standard NMF on the same data (Figure 1c's run), and sH = 0.85 is achieved.
 
 from reproduce._figure import figure_main
 from reproduce._panels import scores
-from reproduce.experiments import pick
 
 CAPTION = __doc__.split('"')[1]
-EXPERIMENTS = pick("fig5", "fig1c")
+PANELS = {"fig5": "nmfsc, sH = 0.85"}
 
 
 def claims(runs):
@@ -29,12 +28,4 @@ def claims(runs):
 
 
 def main(options):
-    return figure_main(
-        options,
-        name="fig5",
-        caption=CAPTION,
-        experiments=EXPERIMENTS,
-        shown=("fig5",),
-        labels=("nmfsc, sH = 0.85",),
-        claims=claims,
-    )
+    return figure_main(options, "fig5", CAPTION, PANELS, claims, runs=(*PANELS, "fig1c"))

@@ -18,14 +18,17 @@ the orientation of every LNMF/SNMF natural-image basis against nmfsc's (Figure 5
 from reproduce._figure import figure_main
 from reproduce._panels import scores
 from reproduce.experiments import EXPERIMENTS as ALL
-from reproduce.experiments import pick
 
 CAPTION = __doc__.split('"')[1]
 ALPHAS = (1, 100, 10000)
 OWN = ["sec5_lnmf_orl", "sec5_lnmf_natural"] + [
     f"sec5_snmf_{d}_alpha{a}" for d in ("orl", "natural") for a in ALPHAS
 ]
-EXPERIMENTS = pick(*OWN, "fig1b", "fig5")
+PANELS = {
+    "sec5_lnmf_orl": "LNMF, ORL",
+    "sec5_lnmf_natural": "LNMF, natural",
+    "sec5_snmf_natural_alpha100": "SNMF alpha = 100, natural",
+}
 
 
 def claims(runs):
@@ -47,14 +50,12 @@ def claims(runs):
 
 
 def main(options):
-    shown = ("sec5_lnmf_orl", "sec5_lnmf_natural", "sec5_snmf_natural_alpha100")
     return figure_main(
         options,
-        name="sec5",
-        caption=CAPTION,
-        experiments=EXPERIMENTS,
-        shown=shown,
-        labels=("LNMF, ORL", "LNMF, natural", "SNMF alpha = 100, natural"),
-        claims=claims,
+        "sec5",
+        CAPTION,
+        PANELS,
+        claims,
+        runs=(*OWN, "fig1b", "fig5"),
         parameters={"alphas": list(ALPHAS)},
     )

@@ -49,7 +49,8 @@ def _warm_kernels():
 
 def _missing_real_data():
     """Return the data folder and the registry files missing from it."""
-    from nmfsc.datasets._fetchers import DATASETS, default_gate
+    from nmfsc.datasets._fetchers import default_gate
+    from nmfsc.datasets.catalog import DATASETS
 
     folder = default_gate().path
     missing = [

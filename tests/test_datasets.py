@@ -18,7 +18,7 @@ import pytest
 import scipy.io
 
 from nmfsc import datasets
-from nmfsc.datasets import _fetchers, _preprocess, _readers
+from nmfsc.datasets import _fetchers, _preprocess, _readers, catalog
 from nmfsc.datasets.__main__ import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,14 +49,14 @@ def test_registry_is_valid_for_pooch_and_names_every_file():
     pup.load_registry(io.StringIO(_fetchers.registry_text()))
     assert pup.registry == {name: e.sha256 for name, e in registry.entries.items()}
     assert pup.urls == {name: e.urls[0] for name, e in registry.entries.items()}
-    wanted = {name for d in _fetchers.DATASETS.values() for name in d.files}
+    wanted = {name for d in catalog.DATASETS.values() for name in d.files}
     assert set(registry.entries) == wanted
     assert len(registry.entries) == 12
     for name, digest in EXPECTED_HASHES.items():
         assert registry.entries[name].sha256 == digest
     for entry in registry.entries.values():
         assert len(entry.urls) == 2 and all(u.startswith("https://") for u in entry.urls)
-    assert set(registry.origins) == set(_fetchers.DATASETS)
+    assert set(registry.origins) == set(catalog.DATASETS)
 
 
 def test_registry_parser_reads_mirrors_and_rejects_bad_lines():
@@ -476,7 +476,7 @@ def test_orl_images_order_and_halving(real):
 def test_cli_list_shows_sizes_sources_and_credits(tmp_path, capsys):
     assert main(["--list"], gate=_fetchers.make_gate(tmp_path)) == 0
     out = capsys.readouterr().out
-    for dataset in _fetchers.DATASETS.values():
+    for dataset in catalog.DATASETS.values():
         assert dataset.title in out and dataset.credit in out
     assert "raw.githubusercontent.com/altaiperry" in out
     assert "cbcl.mit.edu" in out and "Samaria" in out and "Olshausen" in out

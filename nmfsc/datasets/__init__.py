@@ -17,9 +17,12 @@ Files live in :func:`data_dir`: ``$NMFSC_DATA_DIR`` when set, else the OS cache.
 :func:`download_all` (or ``python -m nmfsc.datasets download``) fetches them all.
 
 Synthetic data: :func:`swimmer`, :func:`bars`, scored by :func:`part_recovery`.
+
+What each real data set is (files, reader, preprocessing, shapes, credit) is written
+once, in the table :data:`nmfsc.datasets.catalog.DATASETS`.
 """
 
-from ._fetchers import ENV_VAR, DataError, DataWarning, data_dir, download_all
+from ._fetchers import ENV_VAR, DataError, DataWarning, data_dir
 from ._loaders import (
     CBCL_SHAPE,
     NATURAL_SHAPE,
@@ -32,6 +35,7 @@ from ._loaders import (
     natural_images,
     orl_images,
 )
+from .catalog import download_all
 from .synthetic import SWIMMER_SHAPE, bars, part_recovery, swimmer
 
 __all__ = [

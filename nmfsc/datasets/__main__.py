@@ -17,15 +17,9 @@ import sys
 
 import pooch
 
-from ._fetchers import (
-    DATASETS,
-    ENV_VAR,
-    DataError,
-    Gate,
-    default_gate,
-    fetch_dataset,
-    unpacked_mismatches,
-)
+from ._archives import unpacked_mismatches
+from ._fetchers import ENV_VAR, DataError, Gate, default_gate
+from .catalog import DATASETS
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -122,7 +116,7 @@ def _download(gate: Gate) -> int:
     pooch.get_logger().setLevel("INFO")
     try:
         for key, dataset in DATASETS.items():
-            folder = fetch_dataset(key, gate, progressbar=True)
+            folder = dataset.fetch(gate, progressbar=True)
             place = dataset.archive.extract_dir if dataset.archive else dataset.files[0]
             where = folder / place if dataset.archive else (folder / place).parent
             print(f"{key}: ready in {where}")

@@ -5,6 +5,9 @@ Every data file nmfsc uses goes through :class:`Gate.fetch`, which wraps one
 (``data_registry.txt``, shipped in this package). Downloads go to a temporary file
 that pooch moves into place only once its hash matches, so an interrupted or wrong
 download never leaves a file that passes as valid.
+
+This module knows files, not data sets: which files make up each data set, and how
+they are read and preprocessed, is the table in :mod:`nmfsc.datasets.catalog`.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import os
 import re
 import shlex
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,6 +99,8 @@ def parse_registry(text: str, base_url: str = "") -> Registry:
     -------
     registry : Registry
     """
+    # pooch.Pooch.load_registry reads the same file lines, but skips every "#" line and
+    # so the mirrors and origins; hence this parser (a test checks both agree).
     hashes, urls, mirrors, origins = {}, {}, {}, {}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
@@ -123,17 +128,6 @@ def parse_registry(text: str, base_url: str = "") -> Registry:
         for name, digest in hashes.items()
     }
     return Registry(entries, {key: tuple(value) for key, value in origins.items()})
-
-
-class _FromURL:
-    """A pooch downloader that fetches a fixed URL (to try the mirrors in turn)."""
-
-    def __init__(self, url: str, progressbar: bool):
-        self.url = url
-        self.progressbar = progressbar
-
-    def __call__(self, url: str, output_file: str, pup: pooch.Pooch) -> None:
-        pooch.HTTPDownloader(progressbar=self.progressbar)(self.url, output_file, pup)
 
 
 class Gate:
@@ -220,6 +214,9 @@ class Gate:
         """
         entry = self.entry(name)
         target = self.path / name
+        # pooch would also see a corrupt file and download it again, but only say so in
+        # its log: the hash is checked here first, to warn, and to name the corrupt file
+        # if the new download fails too.
         action = {"missing": "download", "corrupt": "update", "ok": "fetch"}[self.status(name)]
         if action == "update":
             warnings.warn(
@@ -238,9 +235,20 @@ class Gate:
         import requests  # pooch's own dependency; imported lazily, as pooch does
 
         failures = []
+        # pooch knows one URL per file, so the registry's mirrors are tried here, in
+        # turn: each URL through a pooch of its own on the same folder and hash, which
+        # downloads it (its downloader for the URL's protocol, its retries, its progress
+        # bar) to a temporary file and moves that into place only if the hash matches.
         for url in entry.urls:
+            pup = pooch.create(
+                path=self.path,
+                base_url="",
+                registry={entry.name: entry.sha256},
+                urls={entry.name: url},
+                retry_if_failed=self.pooch.retry_if_failed,
+            )
             try:
-                self.pooch.fetch(entry.name, downloader=_FromURL(url, progressbar))
+                pup.fetch(entry.name, progressbar=progressbar)
                 return
             except ValueError as error:  # pooch: downloaded file's hash mismatch
                 failures.append(
@@ -343,190 +351,3 @@ def data_dir() -> Path:
         nmfsc (e.g. ``~/.cache/nmfsc`` on Linux). It may not exist yet.
     """
     return default_gate().path
-
-
-# --- The data sets: which files, how they are unpacked, and whom to credit ------------
-
-
-@dataclass(frozen=True)
-class Archive:
-    """An archive of the registry and the folder beside it that it is unpacked into.
-
-    Attributes
-    ----------
-    name : str
-        The archive's registry name.
-    extract_dir : str
-        Folder, relative to the data folder, that it is unpacked into.
-    members : tuple of str or None
-        Archive members to unpack (folders unpack everything under them); all if None.
-    """
-
-    name: str
-    extract_dir: str
-    members: tuple[str, ...] | None = None
-
-    def processor(self):
-        """Return a new pooch processor that unpacks it (pooch processors keep state)."""
-        kind = pooch.Unzip if self.name.endswith(".zip") else pooch.Untar
-        members = None if self.members is None else list(self.members)
-        return kind(members=members, extract_dir=self.extract_dir)
-
-
-@dataclass(frozen=True)
-class DataSet:
-    """One real data set: its files, what it is, and how to credit it."""
-
-    key: str
-    title: str
-    files: tuple[str, ...]
-    download_bytes: int
-    description: str
-    credit: str
-    archive: Archive | None = None
-
-
-ORL_ARCHIVE = Archive("att_faces.zip", "orl-faces")
-# The tarball also holds 4548 train/non-face/*.pgm, which are not unpacked. The folder
-# is passed as the member (pooch unpacks everything under it): a list of the 2429 file
-# names would work too, but pooch's check of such a list takes ~1.7 s on every load.
-CBCL_ARCHIVE = Archive("face.train.tar.gz", "cbcl", ("train/face",))
-NATURAL_FILES = tuple(f"natural/sparsenet-trainset/image{k}" for k in range(10))
-
-DATASETS = {
-    "cbcl": DataSet(
-        key="cbcl",
-        title="MIT CBCL Face Database #1, training faces",
-        files=(CBCL_ARCHIVE.name,),
-        download_bytes=2_421_251,
-        description="2429 faces, 19 x 19, 8-bit PGM",
-        credit=(
-            "CBCL Face Database #1, MIT Center For Biological and Computational Learning, "
-            "http://www.ai.mit.edu/projects/cbcl"
-        ),
-        archive=CBCL_ARCHIVE,
-    ),
-    "orl": DataSet(
-        key="orl",
-        title="ORL / AT&T The Database of Faces",
-        files=(ORL_ARCHIVE.name,),
-        download_bytes=3_792_905,
-        description="40 subjects x 10 images, 92 wide x 112 high, 8-bit PGM",
-        credit=(
-            "AT&T Laboratories Cambridge (Olivetti Research Laboratory); F. Samaria and "
-            "A. Harter, Parameterisation of a stochastic model for human face "
-            "identification, 2nd IEEE Workshop on Applications of Computer Vision, 1994"
-        ),
-        archive=ORL_ARCHIVE,
-    ),
-    "natural": DataSet(
-        key="natural",
-        title="Olshausen's whitened natural images (sparsenet)",
-        files=NATURAL_FILES,
-        download_bytes=10 * 512 * 512 * 4,
-        description="10 whitened scenes, 512 x 512, big-endian float32",
-        credit=(
-            "B. A. Olshausen and D. J. Field, Emergence of simple-cell receptive field "
-            "properties by learning a sparse code for natural images, Nature 381, 1996; "
-            "sparsenet, http://www.rctn.org/bruno/sparsenet/"
-        ),
-    ),
-}
-
-
-def fetch_dataset(key: str, gate: Gate | None = None, progressbar: bool = False) -> Path:
-    """Make one data set ready in the data folder and return that folder.
-
-    Parameters
-    ----------
-    key : {"cbcl", "orl", "natural"}
-    gate : Gate or None
-        The gate to use; :func:`default_gate` when None.
-    progressbar : bool, default False
-        Show download progress bars.
-
-    Returns
-    -------
-    folder : pathlib.Path
-        The data folder (archives are unpacked beside themselves).
-    """
-    gate = default_gate() if gate is None else gate
-    dataset = DATASETS[key]
-    for name in dataset.files:
-        archive = dataset.archive
-        processor = archive.processor() if archive and archive.name == name else None
-        gate.fetch(name, processor=processor, progressbar=progressbar)
-    return gate.path
-
-
-def download_all(gate: Gate | None = None, progressbar: bool = False) -> Path:
-    """Download, verify and unpack every data set, for later offline use.
-
-    Files already in the data folder with the right hash are not downloaded again.
-
-    Parameters
-    ----------
-    gate : Gate or None
-        The gate to use; :func:`default_gate` when None.
-    progressbar : bool, default False
-        Show download progress bars.
-
-    Returns
-    -------
-    folder : pathlib.Path
-        The data folder.
-    """
-    gate = default_gate() if gate is None else gate
-    for key in DATASETS:
-        fetch_dataset(key, gate, progressbar)
-    return gate.path
-
-
-def unpacked_mismatches(archive: Archive, gate: Gate | None = None) -> list[str]:
-    """Compare the unpacked files of an archive with the archive, byte for byte.
-
-    The archive itself must already be verified (see :meth:`Gate.status`).
-
-    Parameters
-    ----------
-    archive : Archive
-    gate : Gate or None
-        The gate to use; :func:`default_gate` when None.
-
-    Returns
-    -------
-    problems : list of str
-        One line per unpacked file that is missing or differs; empty when all match.
-    """
-    gate = default_gate() if gate is None else gate
-    folder = gate.path / archive.extract_dir
-    problems = []
-    for member, data in _archive_members(gate.path / archive.name, archive.members):
-        path = folder / member
-        if not path.is_file():
-            problems.append(f"{path}: missing")
-        elif path.read_bytes() != data:
-            problems.append(f"{path}: differs from {archive.name}")
-    return problems
-
-
-def _archive_members(path: Path, members: Sequence[str] | None):
-    """Yield (name, bytes) of the regular files of a zip or tar archive."""
-    import tarfile
-    import zipfile
-
-    def wanted(name):
-        return members is None or any(
-            os.path.normpath(name).startswith(os.path.normpath(m)) for m in members
-        )
-
-    if path.suffix == ".zip":
-        with zipfile.ZipFile(path) as archive:
-            for info in archive.infolist():
-                if not info.is_dir() and wanted(info.filename):
-                    yield info.filename, archive.read(info)
-    else:
-        with tarfile.open(path) as archive:
-            for info in archive:
-                if info.isfile() and wanted(info.name):
-                    yield info.name, archive.extractfile(info).read()

@@ -1,4 +1,9 @@
-"""Loaders of the three real data sets: raw images and preprocessed data matrices."""
+"""Loaders of the three real data sets: raw images and preprocessed data matrices.
+
+Each is a named, documented wrapper of an entry of the table in
+:mod:`nmfsc.datasets.catalog`, which says how the data set is fetched, read and
+preprocessed.
+"""
 
 from __future__ import annotations
 
@@ -6,43 +11,21 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _preprocess
-from ._fetchers import (
-    CBCL_ARCHIVE,
-    NATURAL_FILES,
-    ORL_ARCHIVE,
-    Archive,
-    Gate,
-    default_gate,
-    fetch_dataset,
-)
-from ._readers import read_float32_image, read_images_mat, read_pgms
+from ._fetchers import Gate
+from ._preprocess import imresize_bilinear
+from ._readers import read_images_mat
+from .catalog import DATASETS
 
-CBCL_SHAPE = (19, 19)
+_CBCL, _ORL, _NATURAL = DATASETS["cbcl"], DATASETS["orl"], DATASETS["natural"]
+
+CBCL_SHAPE = _CBCL.tile_shape
 """(height, width) of a CBCL face; ``load_cbcl()[:, j].reshape(CBCL_SHAPE)`` is upright."""
-ORL_FULL_SHAPE = (112, 92)
+ORL_FULL_SHAPE = _ORL.image_shape
 """(height, width) of an ORL face as stored."""
-ORL_SHAPE = (56, 46)
+ORL_SHAPE = _ORL.tile_shape
 """(height, width) of a halved ORL face; ``load_orl()[:, j].reshape(ORL_SHAPE)`` is upright."""
-NATURAL_SHAPE = (512, 512)
+NATURAL_SHAPE = _NATURAL.image_shape
 """(height, width) of one of Olshausen's natural images."""
-
-N_CBCL = 2429
-N_ORL_SUBJECTS, N_ORL_IMAGES = 40, 10
-
-
-def _read_unpacked(
-    gate: Gate | None, key: str, archive: Archive, names: list[str], shape: tuple[int, int]
-) -> np.ndarray:
-    """Fetch a data set and read PGM images from the folder its archive unpacks into."""
-    gate = default_gate() if gate is None else gate
-    fetch_dataset(key, gate)
-    folder = gate.path / archive.extract_dir
-    fix = (
-        f"It was unpacked from {archive.name}: delete the folder {folder} and load "
-        f"again to unpack it anew from the hash-checked archive."
-    )
-    return read_pgms([folder / name for name in names], shape, fix)
 
 
 def cbcl_images(*, gate: Gate | None = None) -> np.ndarray:
@@ -58,8 +41,7 @@ def cbcl_images(*, gate: Gate | None = None) -> np.ndarray:
     images : ndarray of uint8, shape (2429, 19, 19)
         Grey levels 0..255, upright; image j is ``train/face/face{j+1:05d}.pgm``.
     """
-    names = [f"train/face/face{j:05d}.pgm" for j in range(1, N_CBCL + 1)]
-    return _read_unpacked(gate, "cbcl", CBCL_ARCHIVE, names, CBCL_SHAPE)
+    return _CBCL.images(gate)
 
 
 def load_cbcl(*, gate: Gate | None = None) -> np.ndarray:
@@ -72,14 +54,14 @@ def load_cbcl(*, gate: Gate | None = None) -> np.ndarray:
     Parameters
     ----------
     gate : Gate or None
-        Where to fetch the data from; nmfsc's data folder when None.
+        Where to fetch and unpack ``face.train.tar.gz``; nmfsc's data folder when None.
 
     Returns
     -------
     V : ndarray of float64, shape (361, 2429)
         Values in [1e-4, 1]; ``V[:, j].reshape(CBCL_SHAPE)`` is face j upright.
     """
-    return _preprocess.cbcl_preprocess(_preprocess.images_to_columns(cbcl_images(gate=gate)))
+    return _CBCL.load(gate)
 
 
 def orl_images(halved: bool = False, *, gate: Gate | None = None) -> np.ndarray:
@@ -98,11 +80,8 @@ def orl_images(halved: bool = False, *, gate: Gate | None = None) -> np.ndarray:
     images : ndarray, shape (400, 112, 92) of uint8, or (400, 56, 46) of float64
         Upright grey levels 0..255; image ``10 * (s - 1) + (i - 1)`` is ``s{s}/{i}.pgm``.
     """
-    names = [
-        f"s{s}/{i}.pgm" for s in range(1, N_ORL_SUBJECTS + 1) for i in range(1, N_ORL_IMAGES + 1)
-    ]
-    images = _read_unpacked(gate, "orl", ORL_ARCHIVE, names, ORL_FULL_SHAPE)
-    return _preprocess.imresize_bilinear(images, 0.5) if halved else images
+    images = _ORL.images(gate)
+    return imresize_bilinear(images, 0.5) if halved else images
 
 
 def load_orl(*, gate: Gate | None = None) -> np.ndarray:
@@ -117,7 +96,7 @@ def load_orl(*, gate: Gate | None = None) -> np.ndarray:
     Parameters
     ----------
     gate : Gate or None
-        Where to fetch the data from; nmfsc's data folder when None.
+        Where to fetch and unpack ``att_faces.zip``; nmfsc's data folder when None.
 
     Returns
     -------
@@ -131,8 +110,7 @@ def load_orl(*, gate: Gate | None = None) -> np.ndarray:
     interpolation), so its pixel values cannot be reproduced exactly; this follows the
     current MATLAB algorithm.
     """
-    images = orl_images(halved=True, gate=gate)
-    return _preprocess.orl_preprocess(_preprocess.images_to_columns(images))
+    return _ORL.load(gate)
 
 
 def natural_images(path: str | Path | None = None, *, gate: Gate | None = None) -> np.ndarray:
@@ -155,9 +133,7 @@ def natural_images(path: str | Path | None = None, *, gate: Gate | None = None) 
     """
     if path is not None:
         return read_images_mat(path)
-    gate = default_gate() if gate is None else gate
-    fetch_dataset("natural", gate)
-    return np.stack([read_float32_image(gate.path / name, NATURAL_SHAPE) for name in NATURAL_FILES])
+    return _NATURAL.images(gate)
 
 
 def load_natural(
@@ -200,6 +176,4 @@ def load_natural(
         channel upright. Every row has unit root mean square.
     """
     images = natural_images(path, gate=gate)
-    rng = np.random.default_rng(random_state)
-    X, _ = _preprocess.sample_patches(images, n_patches, patch_size, rng)
-    return _preprocess.on_off(X)
+    return _NATURAL.preprocess(images, n_patches, patch_size, random_state)

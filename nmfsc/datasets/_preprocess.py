@@ -232,3 +232,32 @@ def on_off(X: np.ndarray) -> np.ndarray:
     X = np.asarray(X, dtype=np.float64)
     V = np.maximum(np.vstack([np.maximum(X, 0.0), np.maximum(-X, 0.0)]), FLOOR)
     return V / np.sqrt(np.mean(V**2, axis=1, keepdims=True))
+
+
+# --- Each data set's whole preprocessing, from its raw images to its data matrix V ----
+
+
+def cbcl_matrix(images: np.ndarray) -> np.ndarray:
+    """CBCL faces (n, 19, 19) to V (361, n): :func:`images_to_columns`, then
+    :func:`cbcl_preprocess`."""
+    return cbcl_preprocess(images_to_columns(images))
+
+
+def orl_matrix(images: np.ndarray) -> np.ndarray:
+    """ORL faces (n, 112, 92) to V (2576, n): halved by :func:`imresize_bilinear`, then
+    :func:`images_to_columns` and :func:`orl_preprocess`."""
+    return orl_preprocess(images_to_columns(imresize_bilinear(images, 0.5)))
+
+
+def natural_matrix(
+    images: np.ndarray,
+    n_patches: int = 10000,
+    patch_size: int = 12,
+    random_state: int | np.random.Generator | None = None,
+) -> np.ndarray:
+    """Whitened images (n, h, w) to ON/OFF patches V (2 * patch_size**2, n_patches):
+    :func:`sample_patches` with ``np.random.default_rng(random_state)``, then
+    :func:`on_off`."""
+    rng = np.random.default_rng(random_state)
+    X, _ = sample_patches(images, n_patches, patch_size, rng)
+    return on_off(X)

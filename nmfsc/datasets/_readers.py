@@ -1,4 +1,5 @@
-"""Readers for the raw file formats: binary PGM, raw float32 images, IMAGES.mat.
+"""Readers for the raw file formats: binary PGM (with Pillow), raw float32 images,
+IMAGES.mat (with scipy).
 
 Each reader checks the file strictly (header, size) so that a damaged file is
 reported, with what to do, instead of being read as wrong pixels.
@@ -6,24 +7,30 @@ reported, with what to do, instead of being read as wrong pixels.
 
 from __future__ import annotations
 
-import re
+import io
 from pathlib import Path
 
 import numpy as np
+import PIL.Image
 
 from ._fetchers import DataError
 
-_PGM_HEADER = re.compile(rb"P5(?:\s+|#[^\n]*\n)+(\d+)\s+(\d+)\s+(\d+)\s")
-
 
 def parse_pgm(data: bytes) -> np.ndarray:
-    """Decode a binary (P5) 8-bit PGM image.
+    """Decode a binary (P5) 8-bit PGM image with Pillow, strictly.
+
+    Pillow parses the header (comments included) and decodes the pixels; this adds
+    the checks Pillow does not make, so that a damaged file is an error rather than
+    wrong pixels: the file must be a P5 image of 8-bit grey levels, and hold exactly
+    width * height pixel bytes (Pillow ignores trailing bytes, and only fails on
+    missing ones when the pixels are decoded).
 
     Parameters
     ----------
     data : bytes
         The whole file: ``P5``, width, height, maxval (at most 255), one whitespace
-        byte, then exactly width * height bytes, rows from top to bottom.
+        byte, then exactly width * height bytes, rows from top to bottom. A maxval
+        below 255 is scaled to 0..255 (as Pillow does).
 
     Returns
     -------
@@ -36,19 +43,21 @@ def parse_pgm(data: bytes) -> np.ndarray:
         If the header is not that of an 8-bit P5 PGM or the pixel data is not exactly
         width * height bytes long.
     """
-    match = _PGM_HEADER.match(data)
-    if match is None:
+    if not data.startswith(b"P5"):
         raise ValueError("not a binary (P5) PGM image")
-    width, height, maxval = (int(group) for group in match.groups())
-    if not 0 < maxval <= 255:
-        raise ValueError(f"PGM maxval {maxval} is not an 8-bit grey level range")
-    pixels = data[match.end() :]
-    if len(pixels) != width * height:
+    try:
+        image = PIL.Image.open(io.BytesIO(data), formats=["PPM"])
+    except (OSError, SyntaxError, ValueError) as error:  # Pillow's "cannot identify"
+        raise ValueError(f"not a binary (P5) PGM image ({error})") from error
+    width, height = image.size
+    if image.mode != "L":
+        raise ValueError(f"PGM maxval above 255 (mode {image.mode}): not 8-bit grey levels")
+    found = len(data) - image.tile[0][2]  # the pixels' offset, after the header
+    if found != width * height:
         raise ValueError(
-            f"PGM of {width} x {height} should hold {width * height} pixel bytes, "
-            f"found {len(pixels)}"
+            f"PGM of {width} x {height} should hold {width * height} pixel bytes, found {found}"
         )
-    return np.frombuffer(pixels, dtype=np.uint8).reshape(height, width)
+    return np.asarray(image, dtype=np.uint8)
 
 
 def read_pgms(paths: list[Path], shape: tuple[int, int], fix: str) -> np.ndarray:
@@ -85,6 +94,40 @@ def read_pgms(paths: list[Path], shape: tuple[int, int], fix: str) -> np.ndarray
             )
         images[k] = image
     return images
+
+
+def read_unpacked_pgms(
+    data_folder: Path, archive, names: list[str], shape: tuple[int, int]
+) -> np.ndarray:
+    """Read 8-bit PGM images from the folder that an archive was unpacked into.
+
+    Parameters
+    ----------
+    data_folder : pathlib.Path
+        The data folder.
+    archive : nmfsc.datasets._archives.Archive
+        The (verified) archive; its images are under ``data_folder / archive.extract_dir``.
+    names : list of str
+        The images' paths in that folder, in the order wanted.
+    shape : tuple of int
+        Their (height, width).
+
+    Returns
+    -------
+    images : ndarray of uint8, shape (len(names), height, width)
+
+    Raises
+    ------
+    DataError
+        Naming the file, if one is missing, damaged or of another shape, and saying to
+        delete the folder so that it is unpacked anew from the archive.
+    """
+    folder = data_folder / archive.extract_dir
+    fix = (
+        f"It was unpacked from {archive.name}: delete the folder {folder} and load "
+        f"again to unpack it anew from the hash-checked archive."
+    )
+    return read_pgms([folder / name for name in names], shape, fix)
 
 
 def read_float32_image(path: Path, shape: tuple[int, int]) -> np.ndarray:
