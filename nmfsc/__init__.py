@@ -4,6 +4,9 @@ A Python implementation of Hoyer (2004), "Non-negative matrix factorization with
 sparseness constraints", Journal of Machine Learning Research 5:1457-1469.
 """
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _distribution_version
+
 from nmfsc.estimator import SparseNMF
 from nmfsc.projection import project, project_batch
 from nmfsc.scores import locality, orientation, sparseness_summary, summarize_scores
@@ -19,7 +22,10 @@ from nmfsc.solvers import (
 )
 from nmfsc.sparseness import l1_for_sparseness, sparseness, sparseness_for_l1
 
-__version__ = "0.1.0.dev0"
+try:  # one source for the version: pyproject.toml, read from the installed metadata
+    __version__ = _distribution_version("nmfsc")
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "CheckpointMismatchError",
