@@ -45,7 +45,7 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--disable-sync",
     "--hide-scrollbars",
-    "--window-size=1280,1600",
+    "--window-size=1280,2400",
     "--virtual-time-budget=5000",
 ]
 
@@ -67,10 +67,15 @@ def page_links(path):
     return parser.links
 
 
+def site_pages(root):
+    """The built pages (not the theme's HTML templates under _static/)."""
+    return sorted(p for p in root.rglob("*.html") if "_static" not in p.relative_to(root).parts)
+
+
 def broken_links(root):
     """(page, link) for every internal href/src of the build that names no file."""
     broken, checked = [], 0
-    for page in sorted(root.rglob("*.html")):
+    for page in site_pages(root):
         for _tag, _attr, value in page_links(page):
             parts = urlsplit(value)
             if parts.scheme or parts.netloc or value.startswith(("#", "mailto:", "data:")):
@@ -100,7 +105,7 @@ def png_is_not_blank(path):
         pos += 12 + length
     raw = zlib.decompress(idat)
     # Filter bytes and pixels mixed: a blank page compresses to a handful of values.
-    return len(set(raw[: 2_000_000])) > 8
+    return len(set(raw[:2_000_000])) > 8
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -137,7 +142,7 @@ def screenshot(chromium, url, out_png):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("html", nargs="?", default=str(Path(__file__).parent / "_build/html"))
-    parser.add_argument("--out", default=None, help="folder for the screenshots (default: a temp dir)")
+    parser.add_argument("--out", help="folder for the screenshots (default: a temp dir)")
     parser.add_argument("--chromium", default=None, help="path of the Chromium binary")
     args = parser.parse_args(argv)
     root = Path(args.html)
@@ -147,7 +152,7 @@ def main(argv=None):
         return 1
 
     broken, checked = broken_links(root)
-    n_pages = len(list(root.rglob("*.html")))
+    n_pages = len(site_pages(root))
     print(f"links: {checked} internal href/src checked in {n_pages} pages, {len(broken)} broken")
     for page, link in broken[:50]:
         print(f"  BROKEN {page}: {link}")

@@ -91,7 +91,6 @@ html_last_updated_fmt = None
 paper_figures_dir = str(ROOT / "figures")
 
 
-
 # reproduction.md shows REPRODUCTION.md, read when the site is built. Its links
 # are written for the repository root: docs/x.md becomes x.md, and each claim's
 # link to its image in figures/ becomes the claim's own page (image, claim and

@@ -66,6 +66,22 @@ print(f"largest difference from the steps above: {np.max(np.abs(result - steps[-
 print(f"sparseness of the result: {sparseness(result):.4f}")
 
 # %%
+# The path in three dimensions: from ``x`` onto the plane, out to the circle,
+# an entry clipped to zero, out to the circle again along the triangle's edge.
+
+fig3d = plt.figure(figsize=(5, 5), layout="constrained")
+ax3 = fig3d.add_subplot(projection="3d")
+triangle = np.vstack([l1 * np.eye(3), [l1, 0, 0]])
+ax3.plot(*triangle.T, color="0.5", label="s >= 0, sum(s) = L1")
+points = np.array([point for _, point in steps])
+ax3.plot(*points.T, "-o", color="tab:red", ms=4, label="steps")
+ax3.scatter(*points[-1], marker="*", s=150, color="tab:blue", label="result")
+ax3.set_xlabel("s1")
+ax3.set_ylabel("s2")
+ax3.set_zlabel("s3")
+ax3.legend(loc="upper left", fontsize=8)
+
+# %%
 # Now watch it. The plane ``sum(s) = L1`` is drawn face-on: the grey triangle is
 # its non-negative part, the dashed circle the points with ``||s||_2 = L2``;
 # each frame adds one step (the first point is ``x`` itself, seen from the front).
@@ -106,5 +122,6 @@ def show_step(k):
 
 
 animation = FuncAnimation(fig, show_step, frames=len(steps), interval=1200, repeat_delay=2000)
+# sphinx_gallery_thumbnail_number = 1
 fig.canvas.draw()  # starts the animation (without a window, this draws its first frame)
 plt.show()

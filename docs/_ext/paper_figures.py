@@ -9,7 +9,8 @@ by ``python -m reproduce all``) when the site is built, never from a hand copy::
 
 The content is a Markdown template filled by :meth:`str.format` with ``c`` (the
 JSON's ``claims``), ``e`` (its ``experiments``, by name), ``j`` (the whole
-JSON) and ``caption`` (the paper's caption on one line); literal braces are written ``{{`` and ``}}``. After it the directive adds a
+JSON) and ``caption`` (the paper's caption on one line); literal braces are
+written ``{{`` and ``}}``. After it the directive adds a
 table of the runs behind the figure (solver, data, settings, iterations, why the
 run stopped, relative error, time) and the code version that produced them. The
 JSON is a dependency of the page, so a new reproduction rebuilds it.
@@ -88,7 +89,9 @@ class PaperFigure(SphinxDirective):
         try:
             text = _JSONFormatter().format("\n".join(self.content), **fields)
         except (KeyError, IndexError, TypeError, ValueError) as exc:
-            raise self.error(f"paper-figure {name}: template field {exc!r} not in {path.name}")
+            raise self.error(
+                f"paper-figure {name}: template field {exc!r} not in {path.name}"
+            ) from exc
         lines = text.splitlines()
         experiments = data.get("experiments")
         if experiments:
