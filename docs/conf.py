@@ -108,5 +108,31 @@ def _read_reproduction(app, docname, source):
     source[0] = text
 
 
+# A constant re-exported by a package (nmfsc.datasets.ORL_SHAPE, defined in a private
+# module) would show the docstring of its type (tuple's, str's); show the attribute
+# docstring of the module that defines it instead, or nothing.
+def _constant_docstring(app, what, name, obj, options, lines):
+    if what != "data" or not lines:
+        return
+    type_doc = (type(obj).__doc__ or "").strip().splitlines()
+    if not type_doc or lines[0].strip() != type_doc[0].strip():
+        return
+    from sphinx.pycode import ModuleAnalyzer
+
+    package, attr = name.rsplit(".", 1)
+    lines[:] = []
+    for modname in sorted(m for m in sys.modules if m.startswith(package + ".")):
+        if getattr(sys.modules[modname], attr, None) is not obj:
+            continue
+        try:
+            docs = ModuleAnalyzer.for_module(modname).find_attr_docs()
+        except Exception:  # no source to analyse
+            continue
+        if ("", attr) in docs:
+            lines[:] = [line for line in docs[("", attr)] if line.strip() or lines]
+            return
+
+
 def setup(app):
     app.connect("source-read", _read_reproduction)
+    app.connect("autodoc-process-docstring", _constant_docstring, priority=400)

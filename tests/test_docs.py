@@ -32,17 +32,16 @@ def test_code_blocks_run(name, tmp_path, monkeypatch):
 def _listed_in_api_reference():
     """(module, name) for every entry of an autosummary list in docs/api/index.rst."""
     text = (ROOT / "docs/api/index.rst").read_text(encoding="utf-8")
-    listed, module = set(), None
-    lines = iter(text.splitlines())
-    for line in lines:
+    listed, module, in_list = set(), None, False
+    for line in text.splitlines():
         if line.startswith(".. currentmodule::"):
             module = line.split("::")[1].strip()
-        elif line.startswith(".. autosummary::"):
-            for entry in lines:
-                if entry.strip() and not entry.startswith("   "):
-                    break
-                if entry.strip() and not entry.strip().startswith(":"):
-                    listed.add((module, entry.strip()))
+        if line.startswith(".. autosummary::"):
+            in_list = True
+        elif line.strip() and not line.startswith("   "):
+            in_list = False
+        elif in_list and line.strip() and not line.strip().startswith(":"):
+            listed.add((module, line.strip()))
     return listed
 
 
