@@ -47,6 +47,9 @@ def test_every_example_is_listed():
 def test_example_runs_as_a_script_and_writes_nothing(example, tmp_path, numba_cache):
     env = dict(os.environ)
     env.update(MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1", NUMBA_CACHE_DIR=str(numba_cache))
+    # One BLAS thread, as the docs build uses (see docs/conf.py): on shared cores
+    # BLAS threads slow the ORL example several times over.
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
     # The examples import nmfsc as a user would; make this checkout importable
     # even when it is not installed.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
