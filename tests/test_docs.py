@@ -1,5 +1,6 @@
 """The Markdown guides run as written, and the API reference lists every public name."""
 
+import contextlib
 import re
 from pathlib import Path
 
@@ -25,8 +26,22 @@ def test_code_blocks_run(name, tmp_path, monkeypatch):
     assert blocks, f"{path} has no python code blocks"
     monkeypatch.chdir(tmp_path)  # the guides write their outputs to the working folder
     namespace = {"__name__": f"docs_{path.stem}"}
-    for k, block in enumerate(blocks):
-        exec(compile(block, f"{name}, python block {k}", "exec"), namespace)
+    with _one_blas_thread():
+        for k, block in enumerate(blocks):
+            exec(compile(block, f"{name}, python block {k}", "exec"), namespace)
+
+
+def _one_blas_thread():
+    """One BLAS thread while the guides run, as the docs build (see docs/conf.py).
+
+    On shared cores BLAS threads made the tutorial's ORL runs several times slower.
+    threadpoolctl comes with scikit-learn; without it nothing changes.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def _listed_in_api_reference():
