@@ -79,11 +79,11 @@ class SparseNMF(TransformerMixin, BaseEstimator):
     ===========================  ==========================  ===================
     X, (n_samples, n_features)   V.T: N = n_features,        ``V = X.T``
                                  T = n_samples
-    components_, (M, F)          W.T (a row = a basis        ``result.W.T``
+    ``components_``, (M, F)      W.T (a row = a basis        ``result.W.T``
                                  vector)
     fit_transform(X), (S, M)     H.T                         ``result.H.T``
     sparseness_components        s_W, of each basis vector   ``sparseness_w``
-                                 (a row of components_)
+                                 (a row of ``components_``)
     sparseness_coefficients      s_H, of each row of H: one  ``sparseness_h``
                                  component's activations
                                  across samples (a column

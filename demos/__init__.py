@@ -1,1 +1,0 @@
-"""Small, fast demos of what the sparseness knob does (run each as a script)."""
