@@ -4,6 +4,7 @@ A Python implementation of Hoyer (2004), "Non-negative matrix factorization with
 sparseness constraints", Journal of Machine Learning Research 5:1457-1469.
 """
 
+from nmfsc.comparison import Comparison, compare
 from nmfsc.estimator import SparseNMF
 from nmfsc.projection import project, project_batch
 from nmfsc.scores import locality, orientation, sparseness_summary, summarize_scores
@@ -21,9 +22,11 @@ from nmfsc.sparseness import l1_for_sparseness, sparseness, sparseness_for_l1
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "Comparison",
     "ConvergenceWarning",
     "NMFResult",
     "SparseNMF",
+    "compare",
     "l1_for_sparseness",
     "local_nmf",
     "locality",
