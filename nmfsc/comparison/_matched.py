@@ -75,7 +75,7 @@ def matched_l1(V, n_components, start, *, factor, target, fit_options, plain=Non
         The matching fit (or the closest one) labelled ``sklearn_cd_l1``, and
         the search record: ``alpha``, ``target``, ``achieved``, ``matched``,
         ``fits`` (number of fits), ``path`` (every ``[alpha, sparseness]``
-        tried), ``fit_times_s`` and ``note``.
+        tried), ``fit_times_s``, ``fit_iterations`` and ``note``.
     """
 
     def fit(alpha):
@@ -123,6 +123,7 @@ def matched_l1(V, n_components, start, *, factor, target, fit_options, plain=Non
         "fits": len(tried),
         "path": [[float(a), None if not np.isfinite(v) else float(v)] for a, v, _ in tried],
         "fit_times_s": [float(r.time_s) for _, _, r in tried],
+        "fit_iterations": [int(r.n_iter) for _, _, r in tried],
         "note": note,
     }
     return run, record

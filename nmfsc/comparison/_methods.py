@@ -21,7 +21,13 @@ that of one long run), with its own convergence test switched off
 (``tol=0``). Between chunks the run stops by the rule of nmfsc's solvers: the
 relative decrease of :math:`\tfrac12\lVert V - WH\rVert_F^2` over the last 10
 iterations below ``tol``, or ``max_iter`` iterations, or ``max_time``. The
-test is thus evaluated every 10 iterations rather than after every one.
+test is thus evaluated every 10 iterations rather than after every one. A fit
+whose relative error falls below 1e-12 (exact up to rounding, where relative
+changes are noise) also stops, as ``"tol"``.
+
+The first point of nmf_sc's curve is its start after its own initialisation
+(W0's columns projected to the target sparseness, H0's rows scaled), so it
+differs from the other methods' shared starting error.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ METHODS = NMFSC_METHODS + SKLEARN_METHODS
 #: Iterations per warm-started scikit-learn call (also its test interval).
 SKLEARN_CHUNK = 10
 _EXACT_CURVE = ("nmf_sc", "nmf_euclidean")  # objective is 1/2 ||V - WH||^2
+_EXACT_FIT = 1e-12  # scikit-learn stops ("tol") once its relative error is below this
 
 
 @dataclass
@@ -266,7 +273,8 @@ def run_sklearn(
             prev = history[-2]
             # model.n_iter_ < chunk: its update stalled (zero violation), a fixed point.
             stalled = model.n_iter_ < chunk
-            if stalled or prev == 0.0 or abs(prev - history[-1]) / abs(prev) < tol:
+            exact = history[-1] <= half_vv * _EXACT_FIT**2  # rel. error at rounding level
+            if stalled or exact or prev == 0.0 or abs(prev - history[-1]) / abs(prev) < tol:
                 run.stop_reason = "tol"
                 break
             if max_time is not None and run.times[-1] >= max_time:
