@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from nmfsc.comparison._methods import METHODS, SKLEARN_CHUNK
+from nmfsc.comparison._methods import METHODS
 
 __all__ = ["COLUMNS", "SUMMARY_KEYS", "csv_text", "json_document", "markdown", "summarize"]
 
@@ -134,10 +134,11 @@ def summary_table(summary, rows) -> str:
 def _budget_text(s):
     time_cap = "no time cap" if s["max_time"] is None else f"max_time {s['max_time']:g} s per run"
     return (
-        f"Budgets: max_iter {s['max_iter']}, tol {s['tol']:g} (relative decrease of the "
-        f"objective over 10 iterations), {time_cap}. scikit-learn runs in warm-started "
-        f"chunks of {SKLEARN_CHUNK} iterations with its own test off and stops by the same "
-        "rule applied to ½||V − WH||² every 10 iterations."
+        f"Budgets: max_iter {s['max_iter']}, tol {s['tol']:g} (nmfsc: relative decrease of "
+        f"the objective over 10 iterations), {time_cap}. scikit-learn gets the same max_iter "
+        "and tol under its own, looser stopping rule (mu: decrease over 10 iterations "
+        "relative to the initial error; cd: gradient violation relative to its first "
+        "value), has no time cap, and its error curve has only its start and end."
     )
 
 
