@@ -12,7 +12,8 @@ achieved mean sparseness :math:`s^*` of W's columns (or of H's rows) the
 penalty goes on that factor alone and its weight :math:`\alpha` is searched
 on a log scale: starting from :data:`ALPHA_START`, :math:`\alpha` is
 multiplied by 10 until the mean sparseness :math:`\bar s(\alpha)` reaches
-:math:`s^*` (a fit whose every component is zero counts as too sparse), then
+:math:`s^*` (a fit with an all-zero component counts as too sparse: its
+survivors' mean would flatter a fit with fewer than M parts), then
 the bracket :math:`[\alpha_{lo}, \alpha_{hi}]` is halved at
 :math:`\sqrt{\alpha_{lo}\alpha_{hi}}` until
 :math:`|\bar s(\alpha) - s^*| \le` :data:`TOLERANCE` or :data:`MAX_FITS` fits
@@ -45,9 +46,13 @@ _ALPHA_MAX = 1e8
 
 def mean_sparseness(run, factor):
     """Mean sparseness of W's columns (``factor="W"``) or H's rows (``"H"``);
-    ``inf`` when every component is zero (the penalty was too strong)."""
-    value = sparseness_summary(run.W, run.H)[factor]["mean"]
-    return np.inf if value is None or not np.isfinite(value) else float(value)
+    ``inf`` when any component is all zero: the penalty switched it off, and
+    the mean of the survivors would flatter a fit with fewer than M parts."""
+    summary = sparseness_summary(run.W, run.H)[factor]
+    value = summary["mean"]
+    if summary["n_undefined"] > 0 or value is None or not np.isfinite(value):
+        return np.inf
+    return float(value)
 
 
 def matched_l1(V, n_components, start, *, factor, target, fit_options, plain=None):
@@ -113,6 +118,8 @@ def matched_l1(V, n_components, start, *, factor, target, fit_options, plain=Non
             f"not matched: closest mean sparseness {value:.3f} (alpha {alpha:.3g}) "
             f"after {len(tried)} fits, target {target:.3f}"
         )
+        if any(not np.isfinite(v) for _, v, _ in tried):
+            note += "; larger weights switch components off (all-zero columns) before reaching it"
     run = _relabel(run, alpha, factor)
     record = {
         "alpha": float(alpha),
