@@ -7,6 +7,7 @@ sparseness constraints", Journal of Machine Learning Research 5:1457-1469.
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _distribution_version
 
+from nmfsc.comparison import Comparison, compare
 from nmfsc.estimator import SparseNMF
 from nmfsc.projection import project, project_batch
 from nmfsc.scores import locality, orientation, sparseness_summary, summarize_scores
@@ -29,9 +30,11 @@ except PackageNotFoundError:  # imported from a source tree that was never insta
 
 __all__ = [
     "CheckpointMismatchError",
+    "Comparison",
     "ConvergenceWarning",
     "NMFResult",
     "SparseNMF",
+    "compare",
     "l1_for_sparseness",
     "local_nmf",
     "locality",

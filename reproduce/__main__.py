@@ -38,10 +38,15 @@ def build_parser():
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="tiny budget (a few iterations per experiment): a smoke test, not a result",
+        help="tiny budget (a few iterations per experiment): a smoke test, not a result; "
+        "never written into figures/",
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--out", default="figures", help="output folder (default figures/)")
+    parser.add_argument(
+        "--out",
+        default="figures",
+        help="output folder (default figures/; with --quick, quick-output/ instead)",
+    )
     parser.add_argument(
         "--max-time",
         type=float,

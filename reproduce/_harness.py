@@ -26,6 +26,9 @@ from nmfsc.datasets.catalog import DATASETS
 
 # Iteration budget of --quick runs: enough to exercise every code path.
 QUICK_MAX_ITER = 5
+# Where --quick writes instead of figures/ (git-ignored): smoke tests never
+# overwrite the committed figures.
+QUICK_OUT = "quick-output"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -42,7 +45,12 @@ class Options:
 
     @property
     def out_dir(self) -> Path:
-        return Path(self.out)
+        """Where outputs go: ``out``, except that ``--quick`` never writes into the
+        committed ``figures/`` (the default ``out``): it goes to ``quick-output/``."""
+        out = Path(self.out)
+        if self.quick and (out == Path("figures") or _inside(out, REPO_ROOT / "figures")):
+            return Path(QUICK_OUT)
+        return out
 
     @property
     def cache_dir(self) -> Path:
@@ -89,6 +97,10 @@ class RunResult:
     V: np.ndarray | None = None
 
 
+def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve().is_relative_to(folder.resolve())
+
+
 # --------------------------------------------------------------------------
 # Fingerprints
 # --------------------------------------------------------------------------
@@ -108,10 +120,15 @@ def code_version() -> str:
     """Hash of the source that decides a run's W and H: a change recomputes.
 
     Modules that only draw, score or wrap results (plotting, scores, the
-    estimator) are left out, so changing them reuses the cached factorisations.
+    estimator, the comparison subpackage) are left out, so changing them
+    reuses the cached factorisations.
     """
     package = Path(nmfsc.__file__).resolve().parent
-    files = [p for p in package.rglob("*.py") if p.name not in _NOT_IN_CODE_VERSION]
+    files = [
+        p
+        for p in package.rglob("*.py")
+        if p.name not in _NOT_IN_CODE_VERSION and "comparison" not in p.relative_to(package).parts
+    ]
     files.append(Path(__file__).resolve())
     return f"{nmfsc.__version__}+{_hash_files(files)}"
 

@@ -1,63 +1,286 @@
-"""`python -m reproduce compare --quick` writes its table, JSON and figures."""
+"""nmfsc.compare and `python -m reproduce compare`: numbers, determinism, reports, files."""
 
+import csv
+import io
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from reproduce.__main__ import main as reproduce_main
+import nmfsc
+import nmfsc.comparison._methods
+from nmfsc.comparison import METHODS, Comparison
+from nmfsc.comparison._io import write_atomic
+from nmfsc.comparison._methods import starting_point
+from nmfsc.comparison._runner import rescaled_error
+from nmfsc.datasets import bars
 
-METHODS = {"nmf_euclidean", "nmf_divergence", "local_nmf", "sparse_nmf", "nmf_sc"}
-
-
-def _run(dataset, out):
-    argv = ["compare", "--dataset", dataset, "--quick", "--out", str(out), "--no-progress"]
-    assert reproduce_main(argv) == 0
-    return json.loads((out / "compare" / f"{dataset}.json").read_text())
-
-
-def _check(doc, dataset, out):
-    methods = {row["method"] for row in doc["methods"]}
-    assert METHODS <= methods
-    for row in doc["methods"]:
-        assert 0.0 < row["relative_error"] < 1.5, row
-        assert row["n_iter"] >= 1 and row["wall_time_s"] > 0
-        curve = doc["curves"][row["method"]]
-        assert len(curve["time_s"]) == len(curve["relative_error"]) >= 2
-        assert np.all(np.diff(curve["time_s"]) >= 0)
-    nmf_sc = next(r for r in doc["methods"] if r["method"] == "nmf_sc")
-    ((key, target),) = doc["nmf_sc_params"].items()
-    achieved = nmf_sc["sparseness_W_mean" if key == "sparseness_w" else "sparseness_H_mean"]
-    assert achieved == pytest.approx(target, abs=1e-6)
-    table = (out / "compare" / f"{dataset}.md").read_text()
-    assert all(m in table for m in methods)
-    for suffix in ("_bases.png", "_bases.pdf", "_curves.png"):
-        assert (out / "compare" / f"{dataset}{suffix}").stat().st_size > 0
+REPO = Path(__file__).resolve().parent.parent
+SHAPE = (6, 6)
 
 
-@pytest.mark.parametrize("dataset", ["swimmer", "bars"])
-def test_compare_quick_on_synthetic_data(dataset, tmp_path):
-    doc = _run(dataset, tmp_path)
-    _check(doc, dataset, tmp_path)
-    for row in doc["methods"]:
-        assert 0.0 <= row["part_recovery"] <= 1.0
+@pytest.fixture(scope="module")
+def data():
+    V, parts = bars(n_samples=60, size=6, random_state=0)
+    return V, parts
 
 
-def test_compare_includes_tuned_sklearn_when_installed(tmp_path):
+def _compare(data, **kwargs):
+    V, parts = data
+    settings = dict(
+        sparseness_w=0.6,
+        seeds=(0, 1),
+        max_iter=40,
+        image_shape=SHAPE,
+        parts=parts,
+        progress=False,
+        name="tiny bars",
+    )
+    settings.update(kwargs)
+    return nmfsc.compare(V, 8, **settings)
+
+
+@pytest.fixture(scope="module")
+def result(data):
+    return _compare(data)
+
+
+def test_exports_and_method_names():
+    assert nmfsc.compare is nmfsc.comparison.compare and nmfsc.Comparison is Comparison
+    assert {"compare", "Comparison"} <= set(nmfsc.__all__)
+    assert METHODS[:5] == ("nmf_sc", "nmf_euclidean", "nmf_divergence", "local_nmf", "sparse_nmf")
+
+
+def test_rows_and_summary(result):
+    methods = [m for m in METHODS if m.startswith("nmf") or m in ("local_nmf", "sparse_nmf")]
+    if nmfsc.comparison._methods.sklearn_available():
+        methods = list(METHODS)
+    assert [(r["method"], r["seed"]) for r in result.rows] == [
+        (m, s) for m in methods for s in (0, 1)
+    ]
+    for row in result.rows:
+        assert 0 <= row["rescaled_relative_error"] <= row["relative_error"] + 1e-12 < 1.5
+        assert 0 <= row["part_recovery"] <= 1 and row["locality"] is not None
+        assert 1 <= row["n_iter"] <= 40 and row["time_s"] >= 0
+        assert row["stop_reason"] in ("tol", "max_iter", "step_size")
+    nmf_sc = [r for r in result.rows if r["method"] == "nmf_sc"]
+    assert all(abs(r["sparseness_W"] - 0.6) < 1e-6 for r in nmf_sc)
+    assert [s["method"] for s in result.summary] == methods
+    entry = result.summary[0]
+    values = [r["relative_error"] for r in nmf_sc]
+    assert entry["relative_error_median"] == pytest.approx(np.median(values))
+    assert entry["relative_error_min"] == min(values) and entry["n_seeds"] == 2
+    W, H = result.factors("nmf_sc", 1)
+    assert W.shape == (36, 8) and H.shape == (8, 60)
+    for curve in result.curves:
+        assert len(curve["iteration"]) == len(curve["time_s"]) == len(curve["relative_error"])
+        assert curve["iteration"][0] == 0 and np.all(np.diff(curve["iteration"]) > 0)
+
+
+def _without_times(comparison):
+    doc = json.loads(comparison.to_json())
+    for row in doc["rows"]:
+        row.pop("time_s")
+    for entry in doc["summary"]:
+        for key in [k for k in entry if k.startswith("time_s")]:
+            entry.pop(key)
+    for curve in doc["curves"]:
+        curve.pop("time_s")
+    for record in doc["sklearn_cd_l1_search"]:
+        record.pop("fit_times_s")
+    return doc
+
+
+def test_two_calls_give_identical_numbers_except_times(data, result):
+    again = _compare(data)
+    assert _without_times(again) == _without_times(result)
+    for key, run in result.runs.items():
+        np.testing.assert_array_equal(run.W, again.runs[key].W)
+
+
+def test_every_method_starts_from_the_same_point(data, monkeypatch):
+    import nmfsc.comparison._runner as runner
+
+    V, _ = data
+    seen = []
+
+    def recording(function):
+        def wrapper(*args, **kwargs):
+            method = args[0] if function is runner.run_method else kwargs.get("solver")
+            seen.append((method, args[-1]))
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(runner, "run_method", recording(runner.run_method))
+    monkeypatch.setattr(runner, "run_sklearn", recording(runner.run_sklearn))
+    methods = [m for m in METHODS if m != "sklearn_cd_l1"]
+    if not nmfsc.comparison._methods.sklearn_available():
+        methods = methods[:5]
+    _compare(data, seeds=(4,), max_iter=3, methods=methods)
+    W0, H0 = starting_point(V, 8, 4)
+    assert len(seen) == len(methods)
+    for _, (W, H) in seen:
+        np.testing.assert_array_equal(W, W0)
+        np.testing.assert_array_equal(H, H0)
+    assert W0.max() <= V.max() * 10 and not np.array_equal(W0, starting_point(V, 8, 5)[0])
+
+
+def test_matched_sparseness_baseline_within_001():
+    """On dense random data the L1 weight is found by bisection (here within 6 fits)."""
     pytest.importorskip("sklearn")
-    doc = _run("bars", tmp_path)
-    rows = {row["method"]: row for row in doc["methods"]}
-    assert "sklearn_cd" in rows
-    tuning = doc["sklearn_l1_tuning"]
-    assert tuning["penalty_on"] == "W" and tuning["target_sparseness"] == 0.74
-    if rows["sklearn_cd"]["sparseness_W_mean"] >= tuning["target_sparseness"]:
-        assert tuning["alpha"] is None and "sklearn_cd_l1" not in rows
+    V = np.abs(np.random.default_rng(0).standard_normal((30, 50)))
+    result = nmfsc.compare(
+        V,
+        5,
+        sparseness_w=0.38,
+        seeds=(0, 1),
+        max_iter=40,
+        progress=False,
+        methods=["nmf_sc", "sklearn_cd", "sklearn_cd_l1"],
+    )
+    assert len(result.matched) == 2
+    for record in result.matched:
+        assert record["matched"], record
+        assert record["alpha"] > 0 and record["penalty_on"] == "W" and record["fits"] > 2
+        row = next(
+            r for r in result.rows if r["method"] == "sklearn_cd_l1" and r["seed"] == record["seed"]
+        )
+        nmf_sc = next(
+            r for r in result.rows if r["method"] == "nmf_sc" and r["seed"] == record["seed"]
+        )
+        assert abs(row["sparseness_W"] - nmf_sc["sparseness_W"]) <= 0.01
+        assert row["alpha"] == record["alpha"] and row["matched"] is True
+        plain = next(
+            r for r in result.rows if r["method"] == "sklearn_cd" and r["seed"] == record["seed"]
+        )
+        assert plain["sparseness_W"] < nmf_sc["sparseness_W"] - 0.01
+
+
+def test_unreachable_sparseness_is_reported_not_faked(data):
+    pytest.importorskip("sklearn")
+    result = _compare(
+        data, sparseness_w=0.2, seeds=(0,), methods=["nmf_sc", "sklearn_cd", "sklearn_cd_l1"]
+    )
+    row = next(r for r in result.rows if r["method"] == "sklearn_cd_l1")
+    assert row["matched"] is False and "not matched" in row["note"]
+    assert "(not matched)" in result.to_markdown()
+
+
+def test_rescaled_error_is_the_minimum_over_c():
+    rng = np.random.default_rng(3)
+    V, W, H = rng.random((7, 9)), rng.random((7, 3)), rng.random((3, 9)) * 0.2
+    c, err = rescaled_error(V, W, H)
+    grid = np.linspace(0, 3 * c, 30001)
+    brute = min(np.linalg.norm(V - g * (W @ H)) for g in grid) / np.linalg.norm(V)
+    assert err == pytest.approx(brute, rel=1e-6) and err <= brute + 1e-15
+    assert rescaled_error(V, W, 0 * H) == (0.0, 1.0)
+
+
+def test_markdown_csv_json(result, tmp_path):
+    md = result.to_markdown()
+    assert md.startswith("# Comparison on tiny bars\n") and "QUICK" not in md
+    assert "Seeds 0, 1" in md and "max_iter 40" in md and "Sparse NMF's L1 term" in md
+    assert "QUICK" in result.to_markdown(quick=True).splitlines()[0]
+    rows = list(csv.DictReader(io.StringIO(result.to_csv(tmp_path / "t.csv"))))
+    assert (tmp_path / "t.csv").read_text() == result.to_csv()
+    assert len(rows) == len(result.rows)
+    for parsed, row in zip(rows, result.rows, strict=True):
+        assert parsed["method"] == row["method"] and int(parsed["seed"]) == row["seed"]
+        assert float(parsed["relative_error"]) == row["relative_error"]
+    doc = json.loads(result.to_json(tmp_path / "t.json"))
+    assert doc == json.loads((tmp_path / "t.json").read_text())
+    assert doc["rows"] == result.rows and doc["quick"] is False
+    assert doc["settings"]["seeds"] == [0, 1] and doc["settings"]["max_iter"] == 40
+
+
+def test_to_frame(result, monkeypatch):
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pandas"):
+            result.to_frame()
     else:
-        assert tuning["alpha"] > 0 and tuning["fits"] >= 2 and "sklearn_cd_l1" in rows
+        frame = result.to_frame()
+        assert list(frame["method"]) == [r["method"] for r in result.rows]
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ImportError, match="pip install pandas"):
+        result.to_frame()
 
 
-@pytest.mark.realdata
-def test_compare_quick_on_real_data(tmp_path, require_real_data):
-    doc = _run("orl", tmp_path)
-    _check(doc, "orl", tmp_path)
-    assert all(row["locality_mean"] is not None for row in doc["methods"])
+def test_save_writes_atomically_and_marks_quick(result, tmp_path):
+    paths = result.save(tmp_path / "out", quick=True)
+    names = sorted(p.name for p in paths)
+    assert {
+        "report.md",
+        "report.json",
+        "report.csv",
+        "bases.png",
+        "error_vs_time.pdf",
+        "error_vs_iteration.png",
+        "sparseness.png",
+    } <= set(names)
+    assert sorted(os.listdir(tmp_path / "out")) == names  # no temporary files left
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["quick"] is True
+    assert "QUICK" in (tmp_path / "out" / "report.md").read_text().splitlines()[0]
+
+
+def test_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
+    target = write_atomic(tmp_path / "report.md", "old\n")
+
+    def fail(*args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", fail)
+    with pytest.raises(OSError, match="disk full"):
+        write_atomic(target, "new\n")
+    assert target.read_text() == "old\n" and os.listdir(tmp_path) == ["report.md"]
+
+
+def test_bad_arguments(data):
+    V, _ = data
+    with pytest.raises(ValueError, match=r"unknown method\(s\) 'nmf_foo'.*nmf_sc"):
+        nmfsc.compare(V, 3, methods=["nmf_sc", "nmf_foo"], sparseness_w=0.5, progress=False)
+    with pytest.raises(ValueError, match="sparseness_w or sparseness_h"):
+        nmfsc.compare(V, 3, progress=False)
+    with pytest.raises(ValueError, match="negative"):
+        nmfsc.compare(-V, 3, sparseness_w=0.5, progress=False)
+    with pytest.raises(ValueError, match="image_shape"):
+        nmfsc.compare(V, 3, sparseness_w=0.5, image_shape=(5, 5), progress=False)
+
+
+def test_reproduce_quick_never_writes_into_figures(tmp_path):
+    """`python -m reproduce compare --quick` with the default --out, from a scratch folder."""
+    from reproduce._harness import Options
+
+    (tmp_path / "figures").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reproduce",
+            "compare",
+            "--dataset",
+            "bars",
+            "--quick",
+            "--no-progress",
+        ],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert list((tmp_path / "figures").iterdir()) == []
+    out = tmp_path / "quick-output" / "compare" / "bars"
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["quick"] is True and doc["settings"]["max_iter"] == 5
+    assert "QUICK" in (out / "report.md").read_text().splitlines()[0]
+    assert Options(quick=True, out=str(REPO / "figures")).out_dir == Path("quick-output")
+    assert Options(quick=True, out=str(tmp_path)).out_dir == tmp_path
+    assert Options(out="figures").out_dir == Path("figures")

@@ -1,0 +1,121 @@
+"""The function :func:`nmfsc.compare`."""
+
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+
+import nmfsc
+from nmfsc._validation import check_positive_int
+from nmfsc.comparison._methods import sklearn_available
+from nmfsc.comparison._result import Comparison
+from nmfsc.comparison._runner import check_settings, run_all
+from nmfsc.solvers._common import check_nonneg_real
+
+__all__ = ["compare"]
+
+
+# fmt: off
+def compare(V, n_components, *, methods=None, sparseness_w=None, sparseness_h=None,
+            seeds=(0, 1, 2), max_iter=2000, tol=1e-4, max_time=None, image_shape=None,
+            on_off=False, parts=None, sparse_nmf_alpha=100.0, progress=True, name=None):
+    # fmt: on
+    r"""Run nmf_sc and standard NMF methods side by side on ``V``, from the same starts.
+
+    For each seed every method starts from :math:`W_0 = \max(V)\,|R_W|`,
+    :math:`H_0 = |R_H|` (standard normal, ``numpy.random.default_rng(seed)``)
+    and runs until the relative decrease of its objective over 10 iterations
+    falls below ``tol``, or ``max_iter``: never by wall time unless
+    ``max_time`` is given, so equal calls give equal numbers (not times).
+
+    Parameters
+    ----------
+    V : array_like, shape (N, T)
+        Non-negative data, one sample per column (the paper's orientation).
+    n_components : int
+        M, the number of basis vectors.
+    methods : sequence of str, optional
+        Names from :data:`nmfsc.comparison.METHODS` (None: all available):
+        ``nmf_sc``, ``nmf_euclidean``, ``nmf_divergence``, ``local_nmf``,
+        ``sparse_nmf``; with scikit-learn also ``sklearn_mu``, ``sklearn_cd``
+        and ``sklearn_cd_l1``, CD with an L1 penalty on the factor nmf_sc
+        constrains, tuned until its mean sparseness is within 0.01 of
+        nmf_sc's (W when ``sparseness_w`` is given, else H).
+    sparseness_w, sparseness_h : float in [0, 1], optional
+        nmf_sc's targets; one is required when ``nmf_sc`` or ``sklearn_cd_l1``
+        runs (no default: the level is the point of the comparison).
+    seeds : sequence of int, default (0, 1, 2)
+    max_iter : int, default 2000
+    tol : float, default 1e-4
+        Budgets of every run, and of every fit of the L1 search.
+    max_time : float, optional
+        Seconds per run (makes the numbers machine-dependent).
+    image_shape : (int, int), optional
+        Image of one column of V (of each ON/OFF half with ``on_off``): adds
+        the mean :func:`~nmfsc.locality` (with ``on_off``,
+        :func:`~nmfsc.orientation`) and the bases figure.
+    on_off : bool, default False
+    parts : array_like, shape (N, P), optional
+        True parts: adds :func:`nmfsc.datasets.part_recovery`.
+    sparse_nmf_alpha : float, default 100.0
+    progress : bool, default True
+        A tqdm bar on stderr per run, its ETA from the iteration rate.
+    name : str, optional
+        Name of the data in reports (default ``"data"``).
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    ValueError
+        Unknown method names (listing the allowed ones), no sparseness level,
+        bad V or shapes.
+    ImportError
+        A scikit-learn method without scikit-learn.
+
+    See docs/compare.md for a worked example.
+    """
+    V, M, methods, sw, sh, seeds, image_shape, parts = check_settings(
+        V, n_components, methods, sparseness_w, sparseness_h, seeds, image_shape, on_off, parts
+    )
+    fit_options = {
+        "max_iter": check_positive_int(max_iter, "max_iter"),
+        "tol": check_nonneg_real(tol, "tol"),
+        "max_time": check_nonneg_real(max_time, "max_time", positive=True, allow_none=True),
+        "progress": bool(progress),
+    }
+    alpha = check_nonneg_real(sparse_nmf_alpha, "sparse_nmf_alpha")
+    nmf_sc_params = {k: v for k, v in (("sparseness_w", sw), ("sparseness_h", sh)) if v is not None}
+    settings = _settings(name, V, M, methods, sw, sh, seeds, fit_options, image_shape, on_off,
+                         parts, alpha)  # fmt: skip
+    scoring = {"image_shape": image_shape, "on_off": bool(on_off), "parts": parts}
+    rows, runs, matched = run_all(V, M, methods, seeds, nmf_sc_params=nmf_sc_params,
+                                  sparse_nmf_alpha=alpha, fit_options=fit_options,
+                                  scoring=scoring)  # fmt: skip
+    versions = _versions(methods)
+    return Comparison(rows=rows, runs=runs, matched=matched, settings=settings, versions=versions)
+
+
+def _settings(name, V, M, methods, sw, sh, seeds, fit_options, image_shape, on_off, parts,
+              alpha):  # fmt: skip
+    """The arguments of the call, JSON-ready (``Comparison.settings``)."""
+    return {
+        "name": "data" if name is None else str(name), "shape": list(V.shape),
+        "n_components": M, "methods": list(methods), "sparseness_w": sw, "sparseness_h": sh,
+        "seeds": list(seeds), **{k: v for k, v in fit_options.items() if k != "progress"},
+        "image_shape": None if image_shape is None else list(image_shape),
+        "on_off": bool(on_off), "parts": None if parts is None else list(parts.shape),
+        "sparse_nmf_alpha": alpha,
+    }  # fmt: skip
+
+
+def _versions(methods):
+    out = {"python": platform.python_version(), "numpy": np.__version__, "nmfsc": nmfsc.__version__}
+    if any(m.startswith("sklearn") for m in methods) and sklearn_available():
+        import sklearn
+
+        out["scikit-learn"] = sklearn.__version__
+    return out

@@ -1,0 +1,221 @@
+"""The report writers of :class:`nmfsc.Comparison`: summaries, Markdown, CSV and JSON."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import numpy as np
+
+from nmfsc.comparison._methods import METHODS
+
+__all__ = ["COLUMNS", "SUMMARY_KEYS", "csv_text", "json_document", "markdown", "summarize"]
+
+#: (row key, column title, format) of the per-run table, in order.
+COLUMNS = (
+    ("method", "method", "{}"),
+    ("seed", "seed", "{}"),
+    ("relative_error", "rel. error", "{:.4f}"),
+    ("rescaled_relative_error", "rescaled rel. error", "{:.4f}"),
+    ("sparseness_W", "sparseness W", "{:.3f}"),
+    ("sparseness_H", "sparseness H", "{:.3f}"),
+    ("locality", "locality", "{:.3f}"),
+    ("orientation", "orientation", "{:.3f}"),
+    ("part_recovery", "part recovery", "{:.3f}"),
+    ("n_iter", "iterations", "{:g}"),
+    ("stop_reason", "stop", "{}"),
+    ("time_s", "time (s)", "{:.2f}"),
+    ("alpha", "L1 alpha", "{:.3g}"),
+)
+#: Numeric row keys summarised over seeds (median, min, max).
+SUMMARY_KEYS = (
+    "relative_error",
+    "rescaled_relative_error",
+    "sparseness_W",
+    "sparseness_H",
+    "locality",
+    "orientation",
+    "part_recovery",
+    "n_iter",
+    "time_s",
+    "alpha",
+)
+CSV_FIELDS = tuple(key for key, _, _ in COLUMNS[:-1]) + (
+    "zero_components",
+    "rescale_c",
+    "alpha",
+    "matched",
+    "note",
+)
+WHY_BOTH = (
+    "Both errors are shown because a penalty can shrink a factor: Sparse NMF's L1 term "
+    "on H pulls WH towards zero, so its plain relative error ||V - WH|| / ||V|| is large "
+    "although a rescaled c·WH fits V well; the rescaled error min_c ||V - c·WH|| / ||V|| "
+    "(c = <V, WH> / ||WH||²) compares the fits themselves."
+)
+
+
+def summarize(rows):
+    """Per-method summaries over seeds: ``<key>_median``, ``_min``, ``_max``."""
+    out = []
+    for method in METHODS:
+        group = [r for r in rows if r["method"] == method]
+        if not group:
+            continue
+        entry = {"method": method, "n_seeds": len(group)}
+        for key in SUMMARY_KEYS:
+            values = [r[key] for r in group if r.get(key) is not None]
+            if not any(key in r for r in group):
+                continue
+            if values:
+                entry[f"{key}_median"] = float(np.median(values))
+                entry[f"{key}_min"] = float(np.min(values))
+                entry[f"{key}_max"] = float(np.max(values))
+            else:
+                entry[f"{key}_median"] = entry[f"{key}_min"] = entry[f"{key}_max"] = None
+        reasons = [r["stop_reason"] for r in group]
+        entry["stop_reasons"] = ", ".join(
+            f"{s} x{reasons.count(s)}" for s in dict.fromkeys(reasons)
+        )
+        if "matched" in group[0]:
+            entry["matched"] = f"{sum(bool(r['matched']) for r in group)}/{len(group)}"
+        out.append(entry)
+    return out
+
+
+def _cell(value, fmt):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return fmt.format(value)
+
+
+def _columns(rows):
+    return [c for c in COLUMNS if any(r.get(c[0]) is not None for r in rows)]
+
+
+def run_table(rows) -> str:
+    """The per-run Markdown table (one row per method and seed)."""
+    columns = _columns(rows)
+    lines = [
+        "| " + " | ".join(t for _, t, _ in columns) + " |",
+        "|" + "|".join("---" for _ in columns) + "|",
+    ]
+    for row in rows:
+        cells = [_cell(row.get(k), f) for k, _, f in columns]
+        if row.get("matched") is False:
+            cells[0] += " (not matched)"
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def summary_table(summary, rows) -> str:
+    """The per-method Markdown table: median [min - max] over seeds."""
+    columns = [c for c in _columns(rows) if c[0] not in ("seed", "stop_reason")]
+    lines = [
+        "| " + " | ".join(t for _, t, _ in columns) + " | stop |",
+        "|" + "|".join("---" for _ in columns) + "|---|",
+    ]
+    for entry in summary:
+        cells = [entry["method"] + (f" (matched {entry['matched']})" if "matched" in entry else "")]
+        for key, _, fmt in columns[1:]:
+            med, lo, hi = (entry.get(f"{key}_{s}") for s in ("median", "min", "max"))
+            if med is None:
+                cells.append("n/a")
+            elif _cell(lo, fmt) == _cell(hi, fmt):
+                cells.append(_cell(med, fmt))
+            else:
+                cells.append(f"{_cell(med, fmt)} [{_cell(lo, fmt)}–{_cell(hi, fmt)}]")
+        lines.append("| " + " | ".join(cells) + f" | {entry['stop_reasons']} |")
+    return "\n".join(lines) + "\n"
+
+
+def _budget_text(s):
+    time_cap = "no time cap" if s["max_time"] is None else f"max_time {s['max_time']:g} s per run"
+    return (
+        f"Budgets: max_iter {s['max_iter']}, tol {s['tol']:g} (nmfsc: relative decrease of "
+        f"the objective over 10 iterations), {time_cap}. scikit-learn gets the same max_iter "
+        "and tol under its own, looser stopping rule (mu: decrease over 10 iterations "
+        "relative to the initial error; cd: gradient violation relative to its first "
+        "value), has no time cap, and its error curve has only its start and end."
+    )
+
+
+def _matched_text(records):
+    if not records:
+        return ""
+    r0 = records[0]
+    parts = [
+        f"seed {r['seed']}: alpha {r['alpha']:.3g} → {_cell(r['achieved'], '{:.3f}')} "
+        f"(target {r['target']:.3f}, {r['fits']} fits)"
+        for r in records
+    ]
+    text = (
+        f"sklearn_cd_l1 is scikit-learn's CD NMF with an L1 penalty on {r0['penalty_on']} "
+        f"(l1_ratio 1), its weight found by log-scale bisection until the mean sparseness "
+        f"of {r0['penalty_on']} is within 0.01 of nmf_sc's: " + "; ".join(parts) + "."
+    )
+    notes = [f"seed {r['seed']}: {r['note']}" for r in records if r["note"]]
+    return text + ("\n\n" + "\n".join(f"- {n}" for n in notes) if notes else "")
+
+
+def markdown(comparison, quick=False) -> str:
+    """The Markdown report of a :class:`~nmfsc.Comparison`."""
+    s = comparison.settings
+    title = f"# Comparison on {s['name']}" + (
+        " — QUICK (smoke test, not a result)" if quick else ""
+    )
+    seeds = ", ".join(map(str, s["seeds"]))
+    sparse = ", ".join(
+        f"{k} {v:g}"
+        for k, v in (("sparseness_w", s["sparseness_w"]), ("sparseness_h", s["sparseness_h"]))
+        if v is not None
+    )
+    intro = (
+        f"V is {s['shape'][0]} x {s['shape'][1]} (features x samples), M = "
+        f"{s['n_components']}; nmf_sc at {sparse or '—'}, sparse_nmf at alpha "
+        f"{s['sparse_nmf_alpha']:g}. Seeds {seeds}: for each seed every method starts "
+        "from the same W0, H0."
+    )
+    blocks = [
+        title,
+        intro,
+        _budget_text(s),
+        WHY_BOTH,
+        _matched_text(comparison.matched),
+        "## Summary over seeds (median [min–max])",
+        summary_table(comparison.summary, comparison.rows),
+        "## Every run",
+        run_table(comparison.rows),
+    ]
+    return "\n\n".join(b.strip("\n") for b in blocks if b) + "\n"
+
+
+def csv_text(rows) -> str:
+    """The per-run table as CSV (empty cells for values that do not apply)."""
+    buffer = io.StringIO()
+    fields = [f for f in dict.fromkeys(CSV_FIELDS) if any(f in r for r in rows)]
+    writer = csv.DictWriter(buffer, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: "" if row.get(k) is None else row[k] for k in fields})
+    return buffer.getvalue()
+
+
+def json_document(comparison, quick=False) -> dict:
+    """Everything but the factors, as one JSON-ready dict."""
+    return {
+        "name": comparison.settings["name"],
+        "quick": bool(quick),
+        "settings": comparison.settings,
+        "rows": comparison.rows,
+        "summary": comparison.summary,
+        "sklearn_cd_l1_search": comparison.matched,
+        "curves": comparison.curves,
+        "versions": comparison.versions,
+    }
+
+
+def json_text(comparison, quick=False) -> str:
+    return json.dumps(json_document(comparison, quick), indent=2, allow_nan=False) + "\n"

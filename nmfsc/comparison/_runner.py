@@ -1,0 +1,246 @@
+r"""The runner behind :func:`nmfsc.compare`: checks, the loop over seeds and
+methods, and the numbers of every row.
+
+Scores of one run (V is N x T, W is N x M, H is M x T):
+
+- relative error :math:`e = \lVert V - WH \rVert_F / \lVert V \rVert_F`;
+- rescaled relative error :math:`\min_c \lVert V - c\,WH \rVert_F / \lVert V \rVert_F`,
+  reached at :math:`c^* = \langle V, WH \rangle / \lVert WH \rVert_F^2` (the
+  least-squares fit of one scalar; :math:`c^* = 0` and error 1 when
+  :math:`WH = 0`). A method whose penalty shrinks a factor (Sparse NMF's L1
+  term on H) has a large :math:`e` although :math:`c^* WH` fits well;
+- mean Hoyer sparseness of W's columns and of H's rows (all-zero components
+  left out and counted in ``zero_components``);
+- with ``image_shape``: mean :func:`nmfsc.locality` of the basis images, or
+  with ``on_off=True`` the mean :func:`nmfsc.orientation` of the ON-minus-OFF
+  filters;
+- with ``parts``: :func:`nmfsc.datasets.part_recovery` of W against them.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+
+import nmfsc
+from nmfsc._validation import check_positive_int, check_sparseness
+from nmfsc.comparison._matched import matched_l1
+from nmfsc.comparison._methods import (
+    METHODS,
+    SKLEARN_METHODS,
+    available_methods,
+    run_method,
+    run_sklearn,
+    sklearn_available,
+    starting_point,
+)
+from nmfsc.scores import locality, orientation, sparseness_summary
+from nmfsc.solvers._common import check_data
+
+__all__ = ["check_methods", "rescaled_error", "run_all", "score_run"]
+
+
+def check_methods(methods):
+    """The tuple of method names to run (``None``: every available one)."""
+    if methods is None:
+        return available_methods()
+    if isinstance(methods, str):
+        methods = (methods,)
+    methods = tuple(dict.fromkeys(methods))
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(
+            f"unknown method(s) {', '.join(map(repr, unknown))}; choose from {', '.join(METHODS)}"
+        )
+    if not methods:
+        raise ValueError(f"methods is empty; choose from {', '.join(METHODS)}")
+    wanted_sklearn = [m for m in methods if m in SKLEARN_METHODS]
+    if wanted_sklearn and not sklearn_available():
+        raise ImportError(
+            f"{', '.join(wanted_sklearn)} need scikit-learn (pip install scikit-learn)"
+        )
+    return tuple(m for m in METHODS if m in methods)
+
+
+def check_settings(
+    V, n_components, methods, sparseness_w, sparseness_h, seeds, image_shape, on_off, parts
+):
+    """Validate the arguments of :func:`nmfsc.compare`; returns the cleaned values."""
+    V, _ = check_data(V)
+    M = check_positive_int(n_components, "n_components")
+    methods = check_methods(methods)
+    sw = None if sparseness_w is None else check_sparseness(sparseness_w, "sparseness_w")
+    sh = None if sparseness_h is None else check_sparseness(sparseness_h, "sparseness_h")
+    if sw is None and sh is None and {"nmf_sc", "sklearn_cd_l1"} & set(methods):
+        raise ValueError(
+            "give sparseness_w or sparseness_h (the level nmf_sc is held to, e.g. "
+            "sparseness_w=0.8); there is no default, the level is the point of the comparison"
+        )
+    if isinstance(seeds, numbers.Integral):
+        seeds = (seeds,)
+    seeds = tuple(seeds)
+    if not seeds or not all(
+        isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in seeds
+    ):
+        raise TypeError(f"seeds must be a non-empty sequence of integers, got {seeds!r}")
+    seeds = tuple(int(s) for s in seeds)
+    if image_shape is not None:
+        image_shape = _check_image_shape(image_shape, V.shape[0], on_off)
+    if parts is not None:
+        parts = np.asarray(parts, dtype=float)
+        if parts.ndim != 2 or parts.shape[0] != V.shape[0]:
+            raise ValueError(
+                f"parts must be N x P with N = {V.shape[0]} (rows of V), got shape {parts.shape}"
+            )
+    return V, M, methods, sw, sh, seeds, image_shape, parts
+
+
+def _check_image_shape(image_shape, n_rows, on_off):
+    try:
+        h, w = (int(x) for x in image_shape)
+    except (TypeError, ValueError):
+        raise TypeError(f"image_shape must be (height, width), got {image_shape!r}") from None
+    pixels = h * w * (2 if on_off else 1)
+    if pixels != n_rows:
+        what = "2 * height * width (ON and OFF channels)" if on_off else "height * width"
+        raise ValueError(f"image_shape {(h, w)} gives {what} = {pixels}, but V has {n_rows} rows")
+    return (h, w)
+
+
+def rescaled_error(V, W, H):
+    r"""The best scalar rescaling of WH and its error.
+
+    Returns
+    -------
+    (float, float)
+        :math:`c^* = \langle V, WH\rangle / \lVert WH\rVert_F^2` and
+        :math:`\lVert V - c^* WH\rVert_F / \lVert V\rVert_F`.
+    """
+    WH = W @ H
+    denom = float(np.vdot(WH, WH))
+    c = float(np.vdot(V, WH)) / denom if denom > 0 else 0.0
+    return c, float(np.linalg.norm(V - c * WH) / np.linalg.norm(V))
+
+
+def _finite(value):
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+def score_run(V, run, seed, *, image_shape=None, on_off=False, parts=None):
+    """The table row of one run (a dict; see :class:`nmfsc.Comparison`)."""
+    summary = sparseness_summary(run.W, run.H)
+    c, rescaled = rescaled_error(V, run.W, run.H)
+    row = {
+        "method": run.method,
+        "seed": int(seed),
+        "relative_error": float(np.linalg.norm(V - run.W @ run.H) / np.linalg.norm(V)),
+        "rescaled_relative_error": rescaled,
+        "rescale_c": c,
+        "sparseness_W": _finite(summary["W"]["mean"]),
+        "sparseness_H": _finite(summary["H"]["mean"]),
+        "zero_components": int(summary["W"]["n_undefined"]),
+    }
+    if image_shape is not None:
+        nonzero = bool(np.any(run.W != 0))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            if on_off:
+                values = orientation(run.W, image_shape, on_off=True)
+                row["orientation"] = _finite(np.nanmean(values)) if nonzero else None
+            else:
+                values = locality(run.W, image_shape)
+                row["locality"] = _finite(np.nanmean(values)) if nonzero else None
+    if parts is not None:
+        from nmfsc.datasets import part_recovery
+
+        row["part_recovery"] = float(part_recovery(run.W, parts))
+    row.update(n_iter=int(run.n_iter), stop_reason=run.stop_reason, time_s=float(run.time_s))
+    if run.method == "sklearn_cd_l1":
+        row["alpha"] = run.params["alpha"]
+    return row
+
+
+def warm_up(methods, sparse_nmf_alpha):
+    """Compile (or load from numba's cache) every solver's kernels once, so that
+    no method's time includes it."""
+    V = np.abs(np.random.default_rng(0).standard_normal((6, 5))) + 0.1
+    extra = {"nmf_sc": {"sparseness_w": 0.5}, "sparse_nmf": {"alpha": sparse_nmf_alpha}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        for method in methods:
+            if method in ("nmf_sc", "nmf_euclidean", "nmf_divergence", "local_nmf", "sparse_nmf"):
+                getattr(nmfsc, method)(V, 2, random_state=0, max_iter=2, **extra.get(method, {}))
+
+
+def run_seed(V, M, seed, methods, *, nmf_sc_params, sparse_nmf_alpha, fit_options):
+    """Every method of ``methods`` from the start of ``seed``.
+
+    Returns
+    -------
+    (list of Run, dict or None)
+        The runs in table order and the matched-L1 search record.
+    """
+    start = starting_point(V, M, seed)
+    runs, by_name, record = [], {}, None
+    for method in methods:
+        if method == "sklearn_cd_l1":
+            factor, target = _l1_target(nmf_sc_params, by_name.get("nmf_sc"))
+            run, record = matched_l1(
+                V,
+                M,
+                start,
+                factor=factor,
+                target=target,
+                fit_options=fit_options,
+                plain=by_name.get("sklearn_cd"),
+            )
+            record["seed"] = seed
+        elif method in SKLEARN_METHODS:
+            run = run_sklearn(V, M, start, solver=method.split("_")[1], **fit_options)
+        else:
+            params = {"nmf_sc": nmf_sc_params, "sparse_nmf": {"alpha": sparse_nmf_alpha}}
+            run = run_method(method, V, M, start, params=params.get(method, {}), **fit_options)
+        runs.append(run)
+        by_name[method] = run
+    return runs, record
+
+
+def _l1_target(nmf_sc_params, nmf_sc_run):
+    """(factor, target): W when nmf_sc constrains W (also when it constrains both),
+    else H; the target is nmf_sc's achieved mean sparseness when it ran."""
+    factor = "W" if "sparseness_w" in nmf_sc_params else "H"
+    target = nmf_sc_params["sparseness_" + factor.lower()]
+    if nmf_sc_run is not None:
+        value = sparseness_summary(nmf_sc_run.W, nmf_sc_run.H)[factor]["mean"]
+        if value is not None and np.isfinite(value):
+            target = float(value)
+    return factor, target
+
+
+def run_all(V, M, methods, seeds, *, nmf_sc_params, sparse_nmf_alpha, fit_options, scoring):
+    """Run every (seed, method); returns ``(rows, runs, records)`` where ``runs``
+    maps ``(method, seed)`` to its :class:`Run`."""
+    warm_up(methods, sparse_nmf_alpha)
+    rows, runs, records = [], {}, []
+    for seed in seeds:
+        seed_runs, record = run_seed(
+            V,
+            M,
+            seed,
+            methods,
+            nmf_sc_params=nmf_sc_params,
+            sparse_nmf_alpha=sparse_nmf_alpha,
+            fit_options=fit_options,
+        )
+        for run in seed_runs:
+            row = score_run(V, run, seed, **scoring)
+            if run.method == "sklearn_cd_l1":
+                row.update(matched=record["matched"], note=record["note"])
+            rows.append(row)
+            runs[(run.method, seed)] = run
+        if record is not None:
+            records.append(record)
+    rows.sort(key=lambda r: (METHODS.index(r["method"]), seeds.index(r["seed"])))
+    return rows, runs, records
