@@ -6,6 +6,7 @@ sparseness constraints", Journal of Machine Learning Research 5:1457-1469.
 
 from nmfsc.estimator import SparseNMF
 from nmfsc.projection import project, project_batch
+from nmfsc.readers import DataFileError, read_matrix
 from nmfsc.scores import locality, orientation, sparseness_summary, summarize_scores
 from nmfsc.solvers import (
     ConvergenceWarning,
@@ -22,6 +23,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "ConvergenceWarning",
+    "DataFileError",
     "NMFResult",
     "SparseNMF",
     "l1_for_sparseness",
@@ -33,6 +35,7 @@ __all__ = [
     "orientation",
     "project",
     "project_batch",
+    "read_matrix",
     "sparse_nmf",
     "sparseness",
     "sparseness_for_l1",
