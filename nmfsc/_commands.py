@@ -108,10 +108,9 @@ def run_compare(args):
         args.data, key=args.key, samples_as_rows=args.samples_as_rows
     )
     K = args.n_components or min(DEFAULT_COMPONENTS, *V.shape)
+    check_n_components(V, K, source=args.data)
     if args.n_components is None:
         _say(f"using {K} components (--n-components K to choose)")
-    check_n_components(V, K, source=args.data)
-    _say(f"{args.data}: V is {V.shape[0]} x {V.shape[1]} (features x samples)")
     options = {
         "methods": methods,
         "sparseness_w": args.sparseness_w,
@@ -130,7 +129,8 @@ def run_compare(args):
         raise CommandError(f"{args.data}: {error}") from error
     print(comparison.to_markdown())
     paths = _write(lambda: comparison.save(out), out)
-    _say(f"wrote {len(paths)} files to {out}")
+    files = "1 file" if len(paths) == 1 else f"{len(paths)} files"
+    _say(f"{args.data} ({V.shape[0]} x {V.shape[1]}, features x samples): wrote {files} to {out}")
     return 0
 
 
@@ -156,7 +156,6 @@ def run_fit(args):
         args.data, key=args.key, samples_as_rows=args.samples_as_rows
     )
     check_n_components(V, args.n_components, source=args.data)
-    _say(f"{args.data}: V is {V.shape[0]} x {V.shape[1]} (features x samples)")
     stopping = {"max_iter": args.max_iter, "tol": args.tol, "max_time": args.max_time}
     try:
         result = nmf_sc(

@@ -284,9 +284,10 @@ def _library_compare():
 
 def _default(function, name):
     """The default of ``function``'s parameter ``name``, as help text shows it."""
-    if function is None:
+    parameter = None if function is None else inspect.signature(function).parameters.get(name)
+    if parameter is None or parameter.default is inspect.Parameter.empty:
         return "the library's"
-    value = inspect.signature(function).parameters[name].default
+    value = parameter.default
     if value is None:
         return "none"
     if isinstance(value, tuple | list):
