@@ -125,7 +125,7 @@ def run_compare(args):
     out = args.out if args.out is not None else Path("nmfsc-compare") / _folder_name(name)
     try:
         comparison = nmfsc.compare(V, K, progress=not args.no_progress, name=name, **options)
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, ImportError) as error:  # ImportError: scikit-learn missing
         raise CommandError(f"{args.data}: {error}") from error
     print(comparison.to_markdown())
     paths = _write(lambda: comparison.save(out), out)

@@ -44,7 +44,7 @@ FORMATS_HELP = (
 COMPARE_EXAMPLE = """\
 examples:
   nmfsc compare faces/ --n-components 25 --sparseness-w 0.75
-  nmfsc compare counts.csv --samples-as-rows --n-components 5 \\
+  nmfsc compare counts.csv --samples-as-rows --n-components 5 --sparseness-h 0.6 \\
       --methods nmf_sc nmf_euclidean --seeds 0 1 --max-iter 500 --out results/counts
 """
 
@@ -147,12 +147,13 @@ def _add_compare(commands):
         help=f"number of components (default: {_commands.DEFAULT_COMPONENTS}, "
         "or min(N, T) if that is smaller)",
     )
-    _add_sparseness(parser, "the methods' defaults")
+    _add_sparseness(parser, "none; nmf_sc needs at least one of the two")
     parser.add_argument(
         "--methods",
         nargs="+",
         metavar="METHOD",
-        help="methods to run, by name, separated by spaces or commas (default: all; "
+        help="methods to run, by name, separated by spaces or commas (default: all that "
+        "can run here; "
         f"known: {', '.join(_commands.known_methods()) or 'see nmfsc.comparison.METHODS'})",
     )
     parser.add_argument(

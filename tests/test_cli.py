@@ -419,7 +419,8 @@ def test_compare_end_to_end_writes_only_under_out(tmp_path):
     cwd.mkdir()
     data, _ = _data(data_dir)
     before = _untracked_or_changed()
-    argv = ["compare", data, "-k", 2, "--seeds", 0, "--max-iter", 5, "--no-progress"]
+    argv = ["compare", data, "-k", 2, "--sparseness-w", 0.5, "--methods", "nmf_sc,nmf_euclidean",
+            "--seeds", 0, "--max-iter", 5, "--no-progress"]  # fmt: skip
     done = cold(argv, cwd)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "|" in done.stdout
