@@ -260,6 +260,8 @@ def _methods(given):
     if given is None:
         return None
     names = tuple(name for item in given for name in item.split(",") if name)
+    if not names:
+        raise CommandError("--methods names no method")
     known = known_methods()
     for name in names:
         if known and name not in known:
