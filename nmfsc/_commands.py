@@ -109,8 +109,6 @@ def run_compare(args):
     )
     K = args.n_components or min(DEFAULT_COMPONENTS, *V.shape)
     check_n_components(V, K, source=args.data)
-    if args.n_components is None:
-        _say(f"using {K} components (--n-components K to choose)")
     options = {
         "methods": methods,
         "sparseness_w": args.sparseness_w,
@@ -130,7 +128,11 @@ def run_compare(args):
     print(comparison.to_markdown())
     paths = _write(lambda: comparison.save(out), out)
     files = "1 file" if len(paths) == 1 else f"{len(paths)} files"
-    _say(f"{args.data} ({V.shape[0]} x {V.shape[1]}, features x samples): wrote {files} to {out}")
+    default = " (the default; choose with --n-components)" if args.n_components is None else ""
+    _say(
+        f"{args.data} ({V.shape[0]} x {V.shape[1]}, features x samples), {K} components"
+        f"{default}: wrote {files} to {out}"
+    )
     return 0
 
 

@@ -117,9 +117,14 @@ def _files(folder):
 
 
 def _untracked_or_changed():
-    """What git sees changed in the source tree (ignored build outputs excepted)."""
+    """What git sees changed in the source tree (ignored build outputs excepted);
+    None outside a git checkout."""
     git = ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=all"]
-    return subprocess.run(git, capture_output=True, text=True, check=True).stdout
+    try:
+        done = subprocess.run(git, capture_output=True, text=True)
+    except OSError:
+        return None
+    return done.stdout if done.returncode == 0 else None
 
 
 # --- fit, end to end -----------------------------------------------------------
@@ -380,8 +385,8 @@ def test_compare_passes_only_the_given_options(tmp_path, monkeypatch, capsys, fa
                       "name": "data"}  # fmt: skip
     captured = capsys.readouterr()
     assert captured.out.startswith("| method | error |")
-    assert "data.csv (9 x 12, features x samples): wrote 1 file to nmfsc-compare/data" in (
-        captured.err
+    assert captured.err == (
+        "data.csv (9 x 12, features x samples), 4 components: wrote 1 file to nmfsc-compare/data\n"
     )
     assert _files(tmp_path) == ["data.csv", "nmfsc-compare", "nmfsc-compare/data",
                                 "nmfsc-compare/data/report.md"]  # fmt: skip
@@ -396,7 +401,7 @@ def test_compare_image_shape_and_default_components(tmp_path, capsys, fake_compa
     assert V.shape == (6, 3) and K == 3  # min(10, N, T)
     assert kwargs["image_shape"] == (2, 3)
     assert kwargs["methods"] == ("nmf_sc", "local_nmf", "nmf_euclidean")
-    assert "using 3 components" in capsys.readouterr().err
+    assert "3 components (the default; choose with --n-components)" in capsys.readouterr().err
 
 
 def test_compare_turns_the_library_error_into_one_line(tmp_path, capsys, fake_compare):
