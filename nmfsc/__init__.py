@@ -10,6 +10,7 @@ from importlib.metadata import version as _distribution_version
 from nmfsc.comparison import Comparison, compare
 from nmfsc.estimator import SparseNMF
 from nmfsc.projection import project, project_batch
+from nmfsc.readers import DataFileError, read_matrix
 from nmfsc.scores import locality, orientation, sparseness_summary, summarize_scores
 from nmfsc.solvers import (
     CheckpointMismatchError,
@@ -32,6 +33,7 @@ __all__ = [
     "CheckpointMismatchError",
     "Comparison",
     "ConvergenceWarning",
+    "DataFileError",
     "NMFResult",
     "SparseNMF",
     "compare",
@@ -44,6 +46,7 @@ __all__ = [
     "orientation",
     "project",
     "project_batch",
+    "read_matrix",
     "sparse_nmf",
     "sparseness",
     "sparseness_for_l1",

@@ -1,0 +1,321 @@
+"""What ``nmfsc compare`` and ``nmfsc fit`` do once their arguments are parsed.
+
+``compare`` is a thin layer over :func:`nmfsc.compare`: read the data, call it,
+print the table, save the reports. ``fit`` runs :func:`nmfsc.nmf_sc` and saves
+an ``.npz`` file. Both turn the library's one-line ``ValueError`` and
+``TypeError`` about the input into a :class:`CommandError` (exit status 2).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from nmfsc._atomic import atomic_writer
+from nmfsc.readers import check_n_components, read_matrix
+
+__all__ = [
+    "CommandError",
+    "DEFAULT_COMPONENTS",
+    "fit_record",
+    "known_methods",
+    "run_compare",
+    "run_fit",
+    "save_fit",
+    "version",
+]
+
+#: ``nmfsc compare``'s number of components when ``--n-components`` is not given
+#: (fewer when the data has fewer features or samples).
+DEFAULT_COMPONENTS = 10
+
+#: The ``format`` entry of the record in an ``nmfsc fit`` file.
+FIT_FORMAT = "nmfsc-fit-1"
+
+
+class CommandError(Exception):
+    """A one-line error of a subcommand; ``status`` is its exit status.
+
+    Parameters
+    ----------
+    message : str
+        What went wrong, on one line.
+    status : int, default 2
+        2 for bad input or usage, 1 for a failure that is not the input's fault.
+    """
+
+    def __init__(self, message, status=2):
+        super().__init__(message)
+        self.status = status
+
+
+def version():
+    """The installed nmfsc's version, or ``nmfsc.__version__`` when not installed.
+
+    Returns
+    -------
+    version : str
+    """
+    try:
+        return metadata.version("nmfsc")
+    except metadata.PackageNotFoundError:
+        from nmfsc import __version__
+
+        return __version__
+
+
+def known_methods():
+    """The method names ``nmfsc compare`` knows (``nmfsc.comparison.METHODS``).
+
+    Returns
+    -------
+    methods : tuple of str
+        Empty when this nmfsc has no :mod:`nmfsc.comparison`.
+    """
+    try:
+        from nmfsc.comparison import METHODS
+    except ImportError:
+        return ()
+    return tuple(METHODS)
+
+
+def run_compare(args):
+    """``nmfsc compare``: compare methods on DATA; print the table, save the reports.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed arguments (see :func:`nmfsc.cli.build_parser`).
+
+    Returns
+    -------
+    status : int
+        0.
+    """
+    import nmfsc
+
+    if not hasattr(nmfsc, "compare"):
+        raise CommandError("this nmfsc has no nmfsc.compare; update nmfsc", status=1)
+    methods = _methods(args.methods)
+    V, image_shape, name = read_matrix(
+        args.data, key=args.key, samples_as_rows=args.samples_as_rows
+    )
+    K = args.n_components or min(DEFAULT_COMPONENTS, *V.shape)
+    check_n_components(V, K, source=args.data)
+    options = {
+        "methods": methods,
+        "sparseness_w": args.sparseness_w,
+        "sparseness_h": args.sparseness_h,
+        "seeds": None if args.seeds is None else tuple(args.seeds),
+        "max_iter": args.max_iter,
+        "tol": args.tol,
+        "max_time": args.max_time,
+        "image_shape": tuple(args.image_shape) if args.image_shape else image_shape,
+    }
+    options = {key: value for key, value in options.items() if value is not None}
+    out = args.out if args.out is not None else Path("nmfsc-compare") / _folder_name(name)
+    try:
+        comparison = nmfsc.compare(V, K, progress=not args.no_progress, name=name, **options)
+    except (ValueError, TypeError, ImportError) as error:  # ImportError: scikit-learn missing
+        raise CommandError(f"{args.data}: {error}") from error
+    print(comparison.to_markdown())
+    paths = _write(lambda: comparison.save(out), out)
+    files = "1 file" if len(paths) == 1 else f"{len(paths)} files"
+    default = " (the default; choose with --n-components)" if args.n_components is None else ""
+    _say(
+        f"{args.data} ({V.shape[0]} x {V.shape[1]}, features x samples), {K} components"
+        f"{default}: wrote {files} to {out}"
+    )
+    return 0
+
+
+def run_fit(args):
+    """``nmfsc fit``: fit nmf_sc to DATA and save W, H and the record in an .npz file.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed arguments (see :func:`nmfsc.cli.build_parser`).
+
+    Returns
+    -------
+    status : int
+        0.
+    """
+    from nmfsc import nmf_sc
+
+    out = args.out
+    if out.suffix.lower() != ".npz":
+        raise CommandError(f"--out must name an .npz file, got {str(out)!r}")
+    V, image_shape, name = read_matrix(
+        args.data, key=args.key, samples_as_rows=args.samples_as_rows
+    )
+    check_n_components(V, args.n_components, source=args.data)
+    stopping = {"max_iter": args.max_iter, "tol": args.tol, "max_time": args.max_time}
+    try:
+        result = nmf_sc(
+            V,
+            args.n_components,
+            sparseness_w=args.sparseness_w,
+            sparseness_h=args.sparseness_h,
+            random_state=args.seed,
+            progress=not args.no_progress,
+            **{key: value for key, value in stopping.items() if value is not None},
+        )
+    except (ValueError, TypeError) as error:
+        raise CommandError(f"{args.data}: {error}") from error
+    data = {
+        "path": str(args.data),
+        "name": name,
+        "key": args.key,
+        "samples_as_rows": args.samples_as_rows,
+        "shape": list(V.shape),
+        "image_shape": None if image_shape is None else list(image_shape),
+    }
+    record = fit_record(result, data=data, seed=args.seed)
+    _write(lambda: save_fit(out, result, record), out)
+    print(_fit_summary(result, name))
+    _say(f"wrote {out}")
+    return 0
+
+
+def fit_record(result, *, data, seed):
+    """The JSON-ready record of an nmf_sc run, as ``nmfsc fit`` stores it.
+
+    Parameters
+    ----------
+    result : NMFResult
+        The run.
+    data : dict
+        What was factorized (path, name, key, orientation, shape, image shape).
+    seed : int
+        The seed of the random start.
+
+    Returns
+    -------
+    record : dict
+        Plain JSON types only; NaN and infinities become None.
+    """
+    record = {
+        "format": FIT_FORMAT,
+        "nmfsc_version": version(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "solver": result.solver,
+        "params": {**result.params, "random_state": seed},
+        "data": data,
+        "n_iter": result.n_iter,
+        "stop_reason": result.stop_reason,
+        "converged": result.converged,
+        "relative_error": result.relative_error,
+        "objective": result.objective[-1],
+        "time_s": result.times[-1],
+        "sparseness_W_mean": _nanmean(result.sparseness_W),
+        "sparseness_H_mean": _nanmean(result.sparseness_H),
+        "scale": result.scale,
+        "step_sizes": None if result.step_sizes is None else list(result.step_sizes),
+    }
+    return _plain(record)
+
+
+def save_fit(path, result, record):
+    """Write W, H, the histories, the sparseness and the record into ``path`` atomically.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The ``.npz`` file; its folder is created if needed.
+    result : NMFResult
+        The run.
+    record : dict
+        From :func:`fit_record`, stored as a JSON string (a 0-d str array), so
+        that ``np.load(path, allow_pickle=False)`` reads the whole file.
+
+    Returns
+    -------
+    paths : list of pathlib.Path
+        ``[path]``.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = {
+        "W": result.W,
+        "H": result.H,
+        "objective": result.objective,
+        "times": result.times,
+        "sparseness_W": result.sparseness_W,
+        "sparseness_H": result.sparseness_H,
+        "record": np.array(json.dumps(record, allow_nan=False)),
+    }
+    with atomic_writer(path) as handle:
+        np.savez_compressed(handle, **arrays)
+    return [path]
+
+
+def _methods(given):
+    """``--methods`` as a tuple of known names (None when not given)."""
+    if given is None:
+        return None
+    names = tuple(name for item in given for name in item.split(",") if name)
+    if not names:
+        raise CommandError("--methods names no method")
+    known = known_methods()
+    for name in names:
+        if known and name not in known:
+            raise CommandError(f"unknown method {name!r}; known methods: {', '.join(known)}")
+    return names
+
+
+def _write(save, out):
+    """Run ``save()``; a failure to write is a one-line error with status 1."""
+    try:
+        return save()
+    except OSError as error:
+        reason = error.strerror or str(error)
+        where = error.filename or out
+        raise CommandError(f"cannot write {where}: {reason}", status=1) from error
+
+
+def _fit_summary(result, name):
+    N, M = result.W.shape
+    sparseness = (
+        f"sparseness W {_nanmean(result.sparseness_W):.3f}, H {_nanmean(result.sparseness_H):.3f}"
+    )
+    return (
+        f"{result.solver} on {name} ({N} x {result.H.shape[1]}), {M} components: "
+        f"{result.n_iter} iterations in {result.times[-1]:.2f} s, stop reason "
+        f"{result.stop_reason}, relative error {result.relative_error:.4g}, {sparseness}"
+    )
+
+
+def _nanmean(values):
+    values = np.asarray(values, dtype=float)
+    finite = values[np.isfinite(values)]
+    return float(finite.mean()) if finite.size else float("nan")
+
+
+def _plain(value):
+    """``value`` with numpy scalars as Python ones and non-finite floats as None."""
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _folder_name(name):
+    """``name`` made safe as one folder name."""
+    return re.sub(r"[^\w.-]+", "_", name).strip("._") or "data"
+
+
+def _say(message):
+    print(message, file=sys.stderr)

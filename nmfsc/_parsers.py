@@ -1,0 +1,203 @@
+"""Parse the text and image inputs of :func:`nmfsc.readers.read_matrix`.
+
+Delimited text (``.csv``, ``.tsv``): numbers only, with an optional header row;
+a bad cell is reported by its row and column as a spreadsheet numbers them.
+Image folders: PNG, PGM and JPEG files of one size, read with Pillow and
+converted to greyscale floats, one image per column of V.
+"""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+
+from nmfsc.readers import IMAGE_SUFFIXES, DataFileError
+
+__all__ = ["read_delimited", "read_image_folder"]
+
+
+def read_delimited(path, delimiter):
+    """Read a delimited text file of numbers, skipping a header row if there is one.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The file, UTF-8 text (a byte-order mark is allowed).
+    delimiter : str
+        ``","`` or ``"\\t"``.
+
+    Returns
+    -------
+    V : ndarray of float64, shape (rows, columns)
+        The numbers, as laid out in the file.
+    where : callable
+        ``where(i, j)`` names entry (i, j) as "row r, column c", counted from 1
+        over the file's lines (the header and blank lines included).
+
+    Raises
+    ------
+    DataFileError
+        For a file that is not UTF-8, holds no numbers, has rows of different
+        lengths or an empty or non-numeric cell.
+
+    Notes
+    -----
+    The first non-blank row is a header when none of its cells is a number.
+    Blank lines are skipped.
+    """
+    rows, lines = _rows(path, delimiter)
+    header = _is_header(rows[0])
+    if header:
+        rows, lines = rows[1:], lines[1:]
+        if not rows:
+            raise DataFileError(f"{path} holds a header row and no numbers")
+    width = len(rows[0])
+    V = np.empty((len(rows), width))
+    for i, row in enumerate(rows):
+        if len(row) != width:
+            raise DataFileError(
+                f"{path}: row {lines[i]} has {_cells(len(row))} but row {lines[0]} has "
+                f"{_cells(width)}; every row must have the same number of cells"
+            )
+        try:
+            V[i] = [float(cell) for cell in row]
+        except ValueError:
+            _raise_bad_cell(path, row, lines[i], first_row=i == 0 and not header)
+    line_of = np.asarray(lines)
+    return V, lambda i, j: f"row {line_of[i]}, column {j + 1}"
+
+
+def _cells(n):
+    return f"{n} cell" if n == 1 else f"{n} cells"
+
+
+def _rows(path, delimiter):
+    """The non-blank rows of the file and their line numbers (from 1)."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            reader = csv.reader(handle, delimiter=delimiter)
+            rows, lines = [], []
+            for row in reader:
+                if any(cell.strip() for cell in row):
+                    rows.append(row)
+                    lines.append(reader.line_num)
+    except UnicodeDecodeError as error:
+        raise DataFileError(
+            f"cannot read {path}: not UTF-8 text (byte {error.object[error.start]:#04x} "
+            f"at offset {error.start})"
+        ) from error
+    except csv.Error as error:
+        raise DataFileError(f"cannot read {path}: {error}") from error
+    if not rows:
+        raise DataFileError(f"{path} holds no numbers (the file is empty)")
+    return rows, lines
+
+
+def _is_number(cell):
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_header(row):
+    return not any(_is_number(cell) for cell in row)
+
+
+def _raise_bad_cell(path, row, line, first_row):
+    for j, cell in enumerate(row):
+        if not _is_number(cell):
+            what = "empty cell" if not cell.strip() else f"non-numeric cell {cell.strip()!r}"
+            hint = (
+                "; a first row is taken as a header only when none of its cells is a number"
+                if first_row
+                else ""
+            )
+            raise DataFileError(f"{path}: {what} at row {line}, column {j + 1}{hint}")
+
+
+def read_image_folder(folder):
+    """Read every PNG, PGM and JPEG image in ``folder`` as one column of V.
+
+    Parameters
+    ----------
+    folder : pathlib.Path
+        The folder. Files with other suffixes, hidden files and subfolders are
+        ignored; the images are taken in sorted file-name order.
+
+    Returns
+    -------
+    V : ndarray of float64, shape (height * width, n_images)
+        Column k is image k in greyscale, flattened row by row
+        (``V[:, k].reshape(height, width)`` is the image). 8-bit images are
+        scaled to [0, 1] (divided by 255), 16-bit ones by 65535.
+    image_shape : tuple of int
+        ``(height, width)``.
+    where : callable
+        ``where(i, j)`` names pixel i of image j.
+
+    Raises
+    ------
+    DataFileError
+        For a folder without images, an image Pillow cannot read, or images of
+        different sizes (naming two of them and their sizes).
+    """
+    files = sorted(
+        (
+            p
+            for p in folder.iterdir()
+            if p.suffix.lower() in IMAGE_SUFFIXES and not p.name.startswith(".") and p.is_file()
+        ),
+        key=lambda p: p.name,
+    )
+    if not files:
+        raise DataFileError(
+            f"{folder} holds no images ({', '.join(IMAGE_SUFFIXES)}); nmfsc reads a folder "
+            "of PNG, PGM or JPEG images of one size"
+        )
+    images = [_read_image(files[0])]
+    shape = images[0].shape
+    for path in files[1:]:
+        image = _read_image(path)
+        if image.shape != shape:
+            raise DataFileError(
+                f"images of different sizes in {folder}: {files[0].name} is "
+                f"{_size(shape)} but {path.name} is {_size(image.shape)} (height x width); "
+                "every image must have the same size"
+            )
+        images.append(image)
+    V = np.stack([image.ravel() for image in images], axis=1)
+
+    def where(i, j):
+        r, c = divmod(i, shape[1])
+        return f"row {r + 1}, column {c + 1} of {files[j].name}"
+
+    return V, shape, where
+
+
+def _size(shape):
+    return f"{shape[0]} x {shape[1]} pixels"
+
+
+def _read_image(path):
+    """One image as a 2-D float64 greyscale array."""
+    from PIL import Image, ImageOps
+
+    try:
+        with Image.open(path) as opened:
+            image = ImageOps.exif_transpose(opened)  # upright, as viewers show it
+            return _greyscale(image)
+    except (OSError, ValueError, Image.DecompressionBombError) as error:
+        message = " ".join(str(error).split()) or type(error).__name__
+        raise DataFileError(f"cannot read image {path}: {message}") from error
+
+
+def _greyscale(image):
+    """Pillow image -> float64 greyscale: 8-bit in [0, 1], 16-bit in [0, 1], float as is."""
+    if image.mode.startswith("I;16"):
+        return np.asarray(image, dtype=np.float64) / 65535.0
+    if image.mode in ("I", "F"):
+        return np.asarray(image, dtype=np.float64)
+    return np.asarray(image.convert("L"), dtype=np.float64) / 255.0

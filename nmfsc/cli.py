@@ -1,0 +1,347 @@
+"""The ``nmfsc`` command line: compare NMF methods on your data, or fit nmf_sc.
+
+Usage::
+
+    nmfsc compare DATA [--n-components K] [--sparseness-w S] [--sparseness-h S]
+                       [--methods M ...] [--seeds N ...] [--max-iter N] [--tol T]
+                       [--image-shape H W] [--samples-as-rows] [--out DIR]
+    nmfsc fit DATA --n-components K [--sparseness-w S] [--sparseness-h S] ... --out FILE.npz
+    nmfsc --version
+
+(also ``python -m nmfsc``). DATA is a ``.npy``, ``.npz``, ``.csv``, ``.tsv`` or
+``.mtx`` file or a folder of images, read by :func:`nmfsc.readers.read_matrix`.
+Results go to stdout and the output files, messages and progress bars to
+stderr. Exit status: 0 on success, 2 for bad input or usage (one line on
+stderr; ``--debug`` shows the traceback instead), 1 when the results cannot be
+written, 130 when interrupted. The subcommands run in :mod:`nmfsc._commands`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import os
+import shutil
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+from nmfsc import _commands
+from nmfsc._commands import CommandError, version
+from nmfsc.readers import FORMATS, IMAGE_SUFFIXES, DataFileError
+
+__all__ = ["build_parser", "main", "version"]
+
+PROG = "nmfsc"
+
+FORMATS_HELP = (
+    f"DATA is a {', '.join(FORMATS)} file or a folder of images "
+    f"({', '.join(IMAGE_SUFFIXES)}); it holds one sample per column (features x samples, "
+    "as in Hoyer 2004) unless --samples-as-rows is given."
+)
+
+COMPARE_EXAMPLE = """\
+examples:
+  nmfsc compare faces/ --n-components 25 --sparseness-w 0.75
+  nmfsc compare counts.csv --samples-as-rows --n-components 5 --sparseness-h 0.6 \\
+      --methods nmf_sc nmf_euclidean --seeds 0 1 --max-iter 500 --out results/counts
+"""
+
+FIT_EXAMPLE = """\
+example:
+  nmfsc fit faces/ --n-components 25 --sparseness-w 0.75 --out faces-fit.npz
+
+then, in Python:
+  z = np.load("faces-fit.npz")          # no pickles: allow_pickle=False works
+  W, H = z["W"], z["H"]                 # V ~ W @ H, V features x samples
+  record = json.loads(str(z["record"]))  # n_iter, stop_reason, params, ...
+"""
+
+
+def main(argv=None):
+    """Run the ``nmfsc`` command line.
+
+    Parameters
+    ----------
+    argv : list of str or None
+        The arguments after the program name (``sys.argv[1:]`` when None).
+
+    Returns
+    -------
+    status : int
+        0 on success; 2 for a usage error or bad input (one line on stderr, or
+        the traceback with ``--debug``); 1 when the results cannot be written;
+        130 when interrupted.
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # --help, --version, or argparse's usage error (2)
+        return 0 if done.code is None else done.code
+    prog = f"{PROG} {args.command}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = _warning_printer(prog)
+        try:
+            status = args.run(args)
+            sys.stdout.flush()  # a closed pipe fails here, inside the handler below
+            return status
+        except (DataFileError, CommandError) as error:
+            if args.debug:
+                raise
+            _error(prog, error)
+            return getattr(error, "status", 2)
+        except KeyboardInterrupt:
+            if args.debug:
+                raise
+            _error(prog, "interrupted")
+            return 130
+        except BrokenPipeError:
+            # The reader went away (``| head``): stop quietly, with stdout on devnull
+            # so that the interpreter's last flush cannot fail.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+
+
+def build_parser():
+    """The argument parser of ``nmfsc`` with its ``compare`` and ``fit`` subcommands.
+
+    Returns
+    -------
+    parser : argparse.ArgumentParser
+        Each subcommand sets ``args.run``, the function that runs it.
+    """
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Non-negative matrix factorization with sparseness constraints "
+        "(Hoyer 2004) on your own data. " + FORMATS_HELP,
+        epilog="Run 'nmfsc compare --help' or 'nmfsc fit --help' for the options and an example.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{compare,fit}")
+    _add_compare(commands)
+    _add_fit(commands)
+    return parser
+
+
+def _add_compare(commands):
+    compare = _library_compare()
+    parser = commands.add_parser(
+        "compare",
+        help="run several NMF methods on DATA; print and save the comparison",
+        description=_wrap(
+            "Run NMF methods (nmf_sc and its baselines) on DATA with several "
+            "seeds, print the comparison table and write report.md, report.json, report.csv "
+            "and the figures (PNG and PDF) into --out. " + FORMATS_HELP
+        ),
+        epilog=COMPARE_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_data_options(parser)
+    parser.add_argument(
+        "--n-components",
+        "-k",
+        type=_positive_int,
+        metavar="K",
+        help=f"number of components (default: {_commands.DEFAULT_COMPONENTS}, "
+        "or min(N, T) if that is smaller)",
+    )
+    _add_sparseness(parser, "none; nmf_sc needs at least one of the two")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        metavar="METHOD",
+        help="methods to run, by name, separated by spaces or commas (default: all that "
+        "can run here; "
+        f"known: {', '.join(_commands.known_methods()) or 'see nmfsc.comparison.METHODS'})",
+    )
+    parser.add_argument(
+        "--seeds",
+        nargs="+",
+        type=_natural,
+        metavar="SEED",
+        help=f"random starts, one run per seed (default: {_default(compare, 'seeds')})",
+    )
+    _add_stopping(parser, compare)
+    parser.add_argument(
+        "--image-shape",
+        nargs=2,
+        type=_positive_int,
+        metavar=("H", "W"),
+        help="height and width of an image sample, to draw the basis vectors as images "
+        "(default: the images' size for an image folder, else none)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="folder for the reports and figures (default: ./nmfsc-compare/<data name>/)",
+    )
+    _add_flags(parser)
+    parser.set_defaults(run=_commands.run_compare)
+
+
+def _add_fit(commands):
+    from nmfsc import nmf_sc
+
+    parser = commands.add_parser(
+        "fit",
+        help="fit nmf_sc to DATA and save W, H and the run's record in an .npz file",
+        description=_wrap(
+            "Fit nmf_sc (Hoyer 2004) to DATA and save W, H, the objective "
+            "history, times, per-component sparseness and a JSON record of the run (n_iter, "
+            "stop_reason, converged, relative_error, params, data, nmfsc version) in an .npz "
+            "file that np.load reads without pickles. " + FORMATS_HELP
+        ),
+        epilog=FIT_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_data_options(parser)
+    parser.add_argument(
+        "--n-components",
+        "-k",
+        type=_positive_int,
+        required=True,
+        metavar="K",
+        help="number of components (columns of W, rows of H)",
+    )
+    _add_sparseness(parser, "unconstrained")
+    parser.add_argument(
+        "--seed",
+        type=_natural,
+        default=0,
+        help="seed of the random start (default: 0)",
+    )
+    _add_stopping(parser, nmf_sc)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="FILE.npz",
+        help="the .npz file to write (replaced atomically if it exists)",
+    )
+    _add_flags(parser)
+    parser.set_defaults(run=_commands.run_fit)
+
+
+def _add_data_options(parser):
+    parser.add_argument("data", type=Path, metavar="DATA", help="the data file or image folder")
+    parser.add_argument("--key", help="the array to read from an .npz archive that holds several")
+    parser.add_argument(
+        "--samples-as-rows",
+        action="store_true",
+        help="DATA holds one sample per row (scikit-learn's orientation): use its transpose",
+    )
+
+
+def _add_sparseness(parser, default):
+    for factor, what in (("w", "every column of W"), ("h", "every row of H")):
+        parser.add_argument(
+            f"--sparseness-{factor}",
+            type=_fraction,
+            metavar="S",
+            help=f"target sparseness in [0, 1] of {what} for nmf_sc (default: {default})",
+        )
+
+
+def _add_stopping(parser, solver):
+    parser.add_argument(
+        "--max-iter",
+        type=_positive_int,
+        metavar="N",
+        help=f"iteration limit of each run (default: {_default(solver, 'max_iter')})",
+    )
+    parser.add_argument(
+        "--tol",
+        type=_nonnegative_float,
+        metavar="T",
+        help="stop when the objective's relative decrease over 10 iterations is below T "
+        f"(default: {_default(solver, 'tol')})",
+    )
+    parser.add_argument(
+        "--max-time",
+        type=_positive_float,
+        metavar="SECONDS",
+        help=f"time limit of each run (default: {_default(solver, 'max_time')})",
+    )
+
+
+def _add_flags(parser):
+    parser.add_argument(
+        "--no-progress", action="store_true", help="do not show progress bars on stderr"
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of an error instead of one line"
+    )
+
+
+def _library_compare():
+    """``nmfsc.compare`` when this nmfsc has it, else None (its help shows no defaults)."""
+    import nmfsc
+
+    return getattr(nmfsc, "compare", None)
+
+
+def _default(function, name):
+    """The default of ``function``'s parameter ``name``, as help text shows it."""
+    parameter = None if function is None else inspect.signature(function).parameters.get(name)
+    if parameter is None or parameter.default is inspect.Parameter.empty:
+        return "the library's"
+    value = parameter.default
+    if value is None:
+        return "none"
+    if isinstance(value, tuple | list):
+        return " ".join(str(v) for v in value)
+    return str(value)
+
+
+def _positive_int(text):
+    return _number(text, int, lambda v: v >= 1, "an integer >= 1")
+
+
+def _natural(text):
+    return _number(text, int, lambda v: v >= 0, "an integer >= 0")
+
+
+def _fraction(text):
+    return _number(text, float, lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]")
+
+
+def _nonnegative_float(text):
+    return _number(text, float, lambda v: 0.0 <= v < float("inf"), "a finite number >= 0")
+
+
+def _positive_float(text):
+    return _number(text, float, lambda v: 0.0 < v < float("inf"), "a finite number > 0")
+
+
+def _number(text, kind, ok, what):
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or not ok(value):
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    return value
+
+
+def _wrap(text):
+    """Wrap a description to the width argparse uses (its epilog stays as written)."""
+    width = min(shutil.get_terminal_size().columns, 100) - 2
+    return textwrap.fill(text, width=max(width, 40))
+
+
+def _error(prog, message):
+    text = " ".join(str(message).split())
+    print(f"{prog}: error: {text}", file=sys.stderr)
+
+
+def _warning_printer(prog):
+    """A ``warnings.showwarning`` that prints one line: ``nmfsc fit: warning: ...``."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = " ".join(str(message).split())
+        print(f"{prog}: {category.__name__}: {text}", file=sys.stderr)
+
+    return show

@@ -1,0 +1,278 @@
+"""Read a data matrix V for nmfsc from a file or a folder of images.
+
+:func:`read_matrix` reads ``.npy``, ``.npz``, ``.csv``, ``.tsv``, Matrix Market
+``.mtx`` files and folders of PNG, PGM and JPEG images, checks that the values
+are usable by NMF (finite, non-negative, not all zero) and returns V in the
+paper's orientation: features x samples, one sample per column. Every problem
+raises a :class:`DataFileError` whose message is one line naming the file and,
+for a bad value, how many there are and where the first one is.
+
+The text and image formats are parsed in :mod:`nmfsc._parsers`.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import scipy.io
+
+__all__ = ["DataFileError", "FORMATS", "IMAGE_SUFFIXES", "check_n_components", "read_matrix"]
+
+#: File name suffixes read by :func:`read_matrix`, with what each holds.
+FORMATS = {
+    ".npy": "a NumPy array",
+    ".npz": "a NumPy archive (one array, or pick one with key)",
+    ".csv": "comma-separated numbers, header row optional",
+    ".tsv": "tab-separated numbers, header row optional",
+    ".mtx": "a Matrix Market file",
+}
+
+#: Suffixes of the image files read from a folder (case does not matter).
+IMAGE_SUFFIXES = (".png", ".pgm", ".jpg", ".jpeg")
+
+
+class DataFileError(ValueError):
+    """A data file nmfsc cannot use: missing, unreadable, malformed or with bad values.
+
+    The message is a single line that names the file and, for a bad value, its
+    position; the command line prints it and exits with status 2.
+    """
+
+
+def read_matrix(path, *, key=None, samples_as_rows=False):
+    """Read and check the data matrix V stored at ``path``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.npy`` file (a 2-D numeric array); a ``.npz`` archive (its only
+        array, or the one named ``key``); a ``.csv`` or ``.tsv`` file of numbers
+        (a first row whose cells are all non-numeric is taken as a header and
+        skipped); a Matrix Market ``.mtx`` file; or a folder of PNG, PGM or JPEG
+        images of one size (each image, converted to greyscale floats in [0, 1],
+        becomes one column of V, in sorted file-name order; other files are
+        ignored).
+    key : str or None
+        The array to read from a ``.npz`` archive; needed when it holds more
+        than one array. Given for any other format, it is an error.
+    samples_as_rows : bool, default False
+        The file holds one sample per row (scikit-learn's orientation): V is
+        its transpose. Not allowed for an image folder (an image is a column).
+
+    Returns
+    -------
+    V : ndarray of float64, shape (N, T)
+        The data, features x samples.
+    image_shape : tuple of int or None
+        ``(height, width)`` of the images for an image folder, else None.
+    name : str
+        A short name for the data: the file's stem (with ``-key`` when a key
+        was given) or the folder's name.
+
+    Raises
+    ------
+    DataFileError
+        With a one-line message: a missing or unreadable file, an unsupported
+        suffix, an unknown ``key``, a non-numeric cell (row and column counted
+        from 1, header included), images of different sizes, an array that is
+        not 2-D or not real, NaN or infinite entries, negative entries (how
+        many and where the first is) or an all-zero matrix.
+
+    Examples
+    --------
+    >>> V, image_shape, name = read_matrix("faces/")  # doctest: +SKIP
+    >>> V, _, name = read_matrix("counts.csv", samples_as_rows=True)  # doctest: +SKIP
+    """
+    from nmfsc._parsers import read_image_folder  # imports Pillow only when needed
+
+    path = Path(path)
+    if path.is_dir():
+        if key is not None:
+            raise DataFileError(f"{path} is a folder of images; a key selects an array in .npz")
+        if samples_as_rows:
+            raise DataFileError(
+                f"{path} is a folder of images: each image is one column of V, "
+                "so samples as rows does not apply"
+            )
+        V, image_shape, where = read_image_folder(path)
+        _check_values(V, path, where)
+        return V, image_shape, path.resolve().name
+    V, where = _read_file(path, key)
+    _check_values(V, path, where)
+    if samples_as_rows:
+        V = V.T
+    V = _densify(V)
+    name = path.stem if key is None else f"{path.stem}-{key}"
+    return V, None, name
+
+
+def check_n_components(V, n_components, *, source="V"):
+    """Check that V is large enough for ``n_components`` (K) components.
+
+    nmfsc needs at least 2 features and 2 samples (Hoyer's sparseness is
+    defined only for vectors of length 2 or more) and ``K <= min(N, T)``: more
+    components than features or samples is no longer a factorization that
+    compresses V (with ``K = min(N, T)`` it can already be exact).
+
+    Parameters
+    ----------
+    V : array_like, shape (N, T)
+        The data, features x samples.
+    n_components : int
+        K, the number of components asked for.
+    source : str or os.PathLike
+        What to name in the message (the data file).
+
+    Raises
+    ------
+    DataFileError
+        If V is smaller than 2 x 2 or K exceeds ``min(N, T)``.
+    """
+    N, T = np.shape(V)
+    size = f"{source}: V is {N} x {T} (features x samples)"
+    if N < 2 or T < 2:
+        raise DataFileError(
+            f"{size}; nmfsc needs at least 2 features and 2 samples "
+            "(sparseness is defined for vectors of length 2 or more)"
+        )
+    if n_components > min(N, T):
+        raise DataFileError(
+            f"{size}, too small for {n_components} components: "
+            f"the number of components must be at most min(N, T) = {min(N, T)}"
+        )
+
+
+def _read_file(path, key):
+    """The matrix in a file (dense, or sparse as mmread gives it) and its position namer."""
+    if not path.exists():
+        raise DataFileError(f"cannot read {path}: no such file or folder")
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        kinds = ", ".join(FORMATS)
+        shown = f"'{path.suffix}'" if path.suffix else "no suffix"
+        raise DataFileError(
+            f"{path}: unsupported file type ({shown}); nmfsc reads {kinds} "
+            f"or a folder of images ({', '.join(IMAGE_SUFFIXES)})"
+        )
+    if key is not None and suffix != ".npz":
+        raise DataFileError(f"{path} is not an .npz archive; a key selects an array only in .npz")
+    try:
+        _check_signature(path, suffix)
+        if suffix == ".npy":
+            return _as_matrix(np.load(path, allow_pickle=False), path), _index
+        if suffix == ".npz":
+            return _read_npz(path, key), _index
+        if suffix == ".mtx":
+            return _as_matrix(scipy.io.mmread(path), path), _cell
+        from nmfsc._parsers import read_delimited
+
+        return read_delimited(path, "," if suffix == ".csv" else "\t")
+    except DataFileError:
+        raise
+    except OSError as error:
+        raise DataFileError(f"cannot read {path}: {_one_line(error.strerror or error)}") from error
+    except (ValueError, EOFError, zipfile.BadZipFile) as error:
+        raise DataFileError(f"cannot read {path} as {suffix}: {_one_line(error)}") from error
+
+
+def _check_signature(path, suffix):
+    """Refuse a .npy or .npz file that does not start as one (numpy would try pickle)."""
+    signature = {".npy": (b"\x93NUMPY", "a NumPy .npy file"), ".npz": (b"PK", "an .npz archive")}
+    if suffix in signature:
+        magic, kind = signature[suffix]
+        with open(path, "rb") as handle:
+            if handle.read(len(magic)) != magic:
+                raise DataFileError(f"cannot read {path}: it is not {kind}")
+
+
+def _read_npz(path, key):
+    with np.load(path, allow_pickle=False) as archive:
+        keys = list(archive.files)
+        if key is None:
+            if len(keys) != 1:
+                listed = ", ".join(keys) if keys else "none"
+                raise DataFileError(
+                    f"{path} holds {len(keys)} arrays ({listed}); choose one with --key"
+                )
+            key = keys[0]
+        elif key not in keys:
+            raise DataFileError(f"{path} has no array {key!r}; its arrays: {', '.join(keys)}")
+        return _as_matrix(archive[key], f"{path}[{key}]")
+
+
+def _as_matrix(array, source):
+    """``array`` as a 2-D real matrix (a scipy.sparse one stays sparse)."""
+    if hasattr(array, "tocoo"):  # scipy.sparse, from mmread
+        dtype = array.dtype
+    else:
+        array = np.asarray(array)
+        dtype = array.dtype
+        if array.ndim != 2:
+            raise DataFileError(
+                f"{source} holds a {array.ndim}-D array of shape {array.shape}; "
+                "nmfsc needs a 2-D matrix (features x samples)"
+            )
+    if not (np.issubdtype(dtype, np.number) or dtype == np.bool_) or np.issubdtype(
+        dtype, np.complexfloating
+    ):
+        raise DataFileError(f"{source} holds values of type {dtype}; nmfsc needs real numbers")
+    return array.astype(np.float64) if hasattr(array, "tocoo") else np.asarray(array, np.float64)
+
+
+def _check_values(V, source, where):
+    """Reject an empty V, NaN, infinities, negatives and all zeros.
+
+    ``where(i, j)`` names entry (i, j) of V as the file counts it; a message
+    gives how many entries are bad and the position of the first, row by row.
+    """
+    if 0 in V.shape:
+        raise DataFileError(f"{source}: the matrix is empty (shape {V.shape})")
+    if hasattr(V, "tocoo"):  # scipy.sparse: only the stored entries can be bad
+        coo = V.tocoo(copy=True)
+        coo.sum_duplicates()  # also sorts the entries row by row
+        rows, cols, values = coo.row, coo.col, coo.data
+    else:
+        values = V.ravel()
+        rows = cols = None
+    for bad, what, rule in (
+        (~np.isfinite(values), "NaN or infinity", "V must be finite"),
+        (values < 0, "negative", "NMF needs V >= 0"),
+    ):
+        count = int(np.count_nonzero(bad))
+        if count:
+            first = int(np.argmax(bad))
+            i, j = divmod(first, V.shape[1]) if rows is None else (rows[first], cols[first])
+            raise DataFileError(
+                f"{source}: {count} {'entry is' if count == 1 else 'entries are'} {what}; "
+                f"the first is {values[first]:g} at {where(int(i), int(j))} ({rule})"
+            )
+    if not np.any(values):
+        raise DataFileError(
+            f"{source}: every entry is 0 (shape {V.shape}); there is nothing to factorize"
+        )
+
+
+def _densify(V):
+    """DENSIFY HERE, and only here: the solvers take dense arrays today.
+
+    A Matrix Market file reads as a scipy.sparse matrix; everything before
+    this point keeps it sparse. Remove this conversion once the solvers
+    accept sparse input.
+    """
+    if hasattr(V, "toarray"):
+        V = V.toarray()
+    return np.ascontiguousarray(V, dtype=np.float64)
+
+
+def _index(i, j):
+    return f"index [{i}, {j}]"
+
+
+def _cell(i, j):
+    return f"row {i + 1}, column {j + 1}"
+
+
+def _one_line(error):
+    return " ".join(str(error).split()) or type(error).__name__
