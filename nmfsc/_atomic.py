@@ -11,7 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_writer"]
+__all__ = ["atomic_writer", "write_atomic"]
 
 
 @contextlib.contextmanager
@@ -51,6 +51,28 @@ def atomic_writer(path, mode="wb"):
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+def write_atomic(path, data):
+    """Write ``data`` (str or bytes) to ``path`` atomically, creating its folder.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    data : str or bytes
+        Text is written as UTF-8.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    with atomic_writer(path) as handle:
+        handle.write(payload)
+    return path
 
 
 def _default_mode():

@@ -11,6 +11,7 @@ given or on a new :class:`matplotlib.figure.Figure` that they create (and that
 the caller saves with :func:`save_figure`); nothing calls ``plt.show()``.
 """
 
+import io
 import numbers
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from nmfsc._atomic import write_atomic
 from nmfsc._validation import as_float_array, check_image_shape, check_positive_int
 from nmfsc.sparseness import sparseness
 
@@ -405,8 +407,12 @@ def plot_passes(dims, mean, lo, hi, ax=None):
 # --- files ---------------------------------------------------------------------------
 
 
-def save_figure(fig, path_without_suffix, dpi=150):
-    """Write ``fig`` as PNG and PDF, creating the folder.
+def save_figure(fig, path_without_suffix, dpi=150, formats=("png", "pdf")):
+    """Write ``fig`` as PNG and PDF (or ``formats``), atomically, creating the folder.
+
+    Each format is rendered in memory and written to a temporary file beside
+    its target, then renamed over it, so an interrupted run never leaves a
+    half-written figure.
 
     Parameters
     ----------
@@ -417,12 +423,14 @@ def save_figure(fig, path_without_suffix, dpi=150):
         are kept).
     dpi : float, default 150
         Resolution of the PNG.
+    formats : sequence of str, default ("png", "pdf")
+        The formats to write, each a suffix matplotlib can render.
 
     Returns
     -------
-    (pathlib.Path, pathlib.Path)
-        The PNG and PDF paths. The PDF carries no creation date, so saving the
-        same figure twice gives the same bytes.
+    tuple of pathlib.Path
+        One path per format, in the order of ``formats``. A PDF carries no
+        creation date, so saving the same figure twice gives the same bytes.
     """
     if not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
@@ -432,9 +440,17 @@ def save_figure(fig, path_without_suffix, dpi=150):
             f"path_without_suffix must not end in {base.suffix!r}; "
             "save_figure appends .png and .pdf itself"
         )
-    base.parent.mkdir(parents=True, exist_ok=True)
-    png = base.with_name(base.name + ".png")
-    pdf = base.with_name(base.name + ".pdf")
-    fig.savefig(png, dpi=dpi, bbox_inches="tight", pad_inches=0.05)
-    fig.savefig(pdf, bbox_inches="tight", pad_inches=0.05, metadata={"CreationDate": None})
-    return png, pdf
+    paths = []
+    for fmt in formats:
+        buffer = io.BytesIO()
+        vector = fmt == "pdf"  # a PDF keeps the figure's own dpi and has no creation date
+        fig.savefig(
+            buffer,
+            format=fmt,
+            dpi="figure" if vector else dpi,
+            bbox_inches="tight",
+            pad_inches=0.05,
+            metadata={"CreationDate": None} if vector else None,
+        )
+        paths.append(write_atomic(base.with_name(f"{base.name}.{fmt}"), buffer.getvalue()))
+    return tuple(paths)

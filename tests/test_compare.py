@@ -13,8 +13,8 @@ import pytest
 
 import nmfsc
 import nmfsc.comparison._methods
+from nmfsc._atomic import write_atomic
 from nmfsc.comparison import METHODS, Comparison
-from nmfsc.comparison._io import write_atomic
 from nmfsc.comparison._methods import starting_point
 from nmfsc.comparison._runner import rescaled_error
 from nmfsc.datasets import bars

@@ -4,7 +4,8 @@ Modules, one job each: ``_methods`` (the method table, the shared start and
 how each method runs), ``_matched`` (the matched-sparseness L1 baseline),
 ``_runner`` (checks, the loop over seeds and methods, the scores of a run),
 ``_result`` (the :class:`Comparison`), ``_report`` (Markdown, CSV and JSON),
-``_plots`` (the figures) and ``_io`` (atomic writing).
+and ``_plots`` (the figures, written atomically by
+:func:`nmfsc.plotting.save_figure`).
 """
 
 from nmfsc.comparison._api import compare

@@ -7,11 +7,10 @@ import platform
 import numpy as np
 
 import nmfsc
-from nmfsc._validation import check_positive_int
+from nmfsc._validation import check_nonneg_real, check_positive_int
 from nmfsc.comparison._methods import sklearn_available
 from nmfsc.comparison._result import Comparison
 from nmfsc.comparison._runner import check_settings, run_all
-from nmfsc.solvers._common import check_nonneg_real
 
 __all__ = ["compare"]
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 
-from nmfsc.comparison._io import write_figure
 from nmfsc.comparison._methods import METHODS
 from nmfsc.sparseness import sparseness
 
@@ -140,6 +139,8 @@ def sparseness_figure(comparison, quick=False):
 
 def plot_all(comparison, directory, formats=("png", "pdf"), quick=False):
     """Write every figure into ``directory``; returns the paths written."""
+    from nmfsc.plotting import save_figure  # matplotlib only when figures are drawn
+
     directory = Path(directory)
     figures = []
     if comparison.settings["image_shape"] is not None:
@@ -149,5 +150,5 @@ def plot_all(comparison, directory, formats=("png", "pdf"), quick=False):
     figures.append(("sparseness", sparseness_figure(comparison, quick)))
     paths = []
     for name, fig in figures:
-        paths.extend(write_figure(fig, directory / name, formats))
+        paths.extend(save_figure(fig, directory / name, formats=formats))
     return paths

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nmfsc._atomic import write_atomic
 from nmfsc.comparison import _report
-from nmfsc.comparison._io import write_atomic
 from nmfsc.comparison._plots import plot_all
 
 __all__ = ["Comparison"]

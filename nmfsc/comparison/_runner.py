@@ -25,7 +25,7 @@ import warnings
 import numpy as np
 
 import nmfsc
-from nmfsc._validation import check_positive_int, check_sparseness
+from nmfsc._validation import check_data, check_image_shape, check_positive_int, check_sparseness
 from nmfsc.comparison._matched import matched_l1
 from nmfsc.comparison._methods import (
     METHODS,
@@ -37,7 +37,6 @@ from nmfsc.comparison._methods import (
     starting_point,
 )
 from nmfsc.scores import locality, orientation, sparseness_summary
-from nmfsc.solvers._common import check_data
 
 __all__ = ["check_methods", "rescaled_error", "run_all", "score_run"]
 
@@ -98,10 +97,7 @@ def check_settings(
 
 
 def _check_image_shape(image_shape, n_rows, on_off):
-    try:
-        h, w = (int(x) for x in image_shape)
-    except (TypeError, ValueError):
-        raise TypeError(f"image_shape must be (height, width), got {image_shape!r}") from None
+    h, w = check_image_shape(image_shape, "image_shape")
     pixels = h * w * (2 if on_off else 1)
     if pixels != n_rows:
         what = "2 * height * width (ON and OFF channels)" if on_off else "height * width"
