@@ -208,10 +208,14 @@ def _refuse(path, problem):
 def _read(path):
     """Every entry of the file, read (and CRC-checked) now; ValueError if unreadable."""
     try:
-        with np.load(path, allow_pickle=False) as saved:
-            if not hasattr(saved, "files"):
-                raise ValueError("it is a single .npy array, not an .npz archive")
-            return {key: saved[key] for key in saved.files}
+        # The file is opened here, not by np.load, which leaks its own handle when
+        # a file that starts like a zip archive is not one.
+        with open(path, "rb") as handle:
+            saved = np.load(handle, allow_pickle=False)
+            if not isinstance(saved, np.lib.npyio.NpzFile):
+                raise ValueError("it holds a single .npy array, not an .npz archive")
+            with saved:
+                return {key: saved[key] for key in saved.files}
     except Exception as err:  # zip, npy header, CRC or OS errors: all mean "unreadable"
         raise ValueError(
             f"checkpoint {str(path)!r} cannot be read ({type(err).__name__}: {err}); {_AFRESH}"
