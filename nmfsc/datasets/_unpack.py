@@ -83,7 +83,7 @@ def _tar_kind(info: tarfile.TarInfo) -> str:
 def _zip_kind(info: zipfile.ZipInfo) -> str | None:
     """None for a regular file or folder, else what the member is."""
     mode = info.external_attr >> 16
-    if mode == 0 or stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+    if stat.S_IFMT(mode) in (0, stat.S_IFREG, stat.S_IFDIR):  # 0: no Unix type recorded
         return None
     return "symbolic link" if stat.S_ISLNK(mode) else f"special file (mode {oct(mode)})"
 
