@@ -154,6 +154,13 @@ def test_bad_input_is_refused_clearly(case):
     assert "\n" not in str(caught.value)
 
 
+def test_a_text_file_as_images_mat_is_a_data_error(tmp_path):
+    text = tmp_path / "IMAGES.mat"
+    text.write_text("these are not the images you are looking for\n" * 20)
+    with pytest.raises(datasets.DataError, match=r"Cannot read .*IMAGES.mat as a MATLAB file"):
+        datasets.load_natural(n_patches=20, path=text)
+
+
 def test_valid_norms_give_the_same_sparseness_as_before():
     n, l2 = 16, np.array([1.0, 2.0, 0.5])
     for target in (0.0, 0.3, 1.0):
