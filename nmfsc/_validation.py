@@ -4,7 +4,8 @@ General arrays and numbers (:func:`as_float_array`, :func:`check_sparseness`,
 :func:`check_positive_int`, :func:`check_nonneg_real`,
 :func:`check_optional_sparseness`), the solvers' data and starting factors
 (:func:`check_data`, :func:`check_factor`) and image shapes
-(:func:`check_image_shape`).
+(:func:`check_image_shape`), seeds (:func:`check_random_state`) and masked
+arrays (:func:`reject_masked`, which :func:`as_float_array` applies).
 """
 
 import numbers
@@ -16,8 +17,10 @@ def as_float_array(x, name, ndim=None, allow_empty=False):
     """Return ``x`` as a float64 ndarray, rejecting what cannot be projected.
 
     Raises ``ValueError`` naming ``name`` for a wrong number of dimensions, an
-    empty array or non-finite entries, and ``TypeError`` for non-numeric input.
+    empty array or non-finite entries, and ``TypeError`` for non-numeric input
+    and for masked arrays (:func:`reject_masked`).
     """
+    reject_masked(x, name)
     if hasattr(x, "toarray") and hasattr(x, "nnz"):
         raise TypeError(
             f"{name} is a scipy.sparse matrix; pass a dense array (e.g. {name}.toarray())"
@@ -37,6 +40,15 @@ def as_float_array(x, name, ndim=None, allow_empty=False):
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinity")
     return arr
+
+
+def reject_masked(x, name):
+    """Refuse a NumPy masked array: ``np.asarray`` would silently drop its mask."""
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(
+            f"{name} is a numpy masked array; nmfsc does not use masks: pass "
+            f"{name}.filled(...) or np.asarray({name})"
+        )
 
 
 def check_sparseness(value, name):
@@ -120,3 +132,17 @@ def check_image_shape(image_shape, name):
     height = check_positive_int(image_shape[0], f"{name}[0] (height)")
     width = check_positive_int(image_shape[1], f"{name}[1] (width)")
     return height, width
+
+
+def check_random_state(value, name="random_state"):
+    """None, a non-negative int, or a numpy Generator, BitGenerator or SeedSequence."""
+    accepted = (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)
+    if value is None or isinstance(value, accepted):
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{name} must be None, a non-negative int or a numpy.random.Generator, got {value!r}"
+        )
+    if value < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    return value

@@ -14,7 +14,7 @@ import inspect
 
 import numpy as np
 
-from nmfsc._validation import as_float_array, check_optional_sparseness
+from nmfsc._validation import as_float_array, check_optional_sparseness, reject_masked
 from nmfsc.solvers.hoyer import fit_coefficients, nmf_sc
 
 __all__ = ["SparseNMF"]
@@ -202,6 +202,7 @@ class SparseNMF(TransformerMixin, BaseEstimator):
     # --- input ----------------------------------------------------------------
     def _check_X(self, X, reset):
         """X as a float array (n_samples, n_features), non-negative."""
+        reject_masked(X, "X")  # scikit-learn's validate_data would drop the mask silently
         if _HAVE_SKLEARN:
             X = validate_data(self, X, reset=reset, dtype=[np.float64, np.float32])
             check_non_negative(X, f"{type(self).__name__} (input X)")

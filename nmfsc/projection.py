@@ -39,7 +39,7 @@ and converted); the results are float64.
 import numpy as np
 
 from nmfsc._kernels import projection as _k
-from nmfsc._validation import as_float_array
+from nmfsc._validation import as_float_array, reject_masked
 
 __all__ = ["project", "project_batch"]
 
@@ -58,6 +58,8 @@ def _method_code(method):
 
 def _check_targets(l1, l2, n, count):
     """Broadcast l1, l2 to ``count`` values and check that they are reachable."""
+    reject_masked(l1, "l1")
+    reject_masked(l2, "l2")
     l1 = np.asarray(l1, dtype=np.float64)
     l2 = np.asarray(l2, dtype=np.float64)
     try:

@@ -25,7 +25,7 @@ the spectrum are 0 / 0 there); no warning is raised for it.
 
 import numpy as np
 
-from nmfsc._validation import as_float_array, check_image_shape
+from nmfsc._validation import as_float_array, check_image_shape, reject_masked
 from nmfsc.sparseness import sparseness, sparseness_or_nan
 
 __all__ = [
@@ -282,7 +282,13 @@ def summarize_scores(values):
         NaN if there are none), ``count`` (how many finite values) and
         ``n_undefined`` (how many NaN).
     """
-    arr = np.asarray(values, dtype=np.float64)
+    reject_masked(values, "values")
+    arr = np.asarray(values)
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
+    ):
+        raise TypeError(f"values must be a real numeric array, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
     if arr.ndim != 1:
         raise ValueError(f"values must be 1-D, got an array with ndim={arr.ndim}")
     if np.any(np.isinf(arr)):

@@ -14,9 +14,18 @@ the same operations, so they give the same bits wherever it is defined.
 
 import numpy as np
 
-from nmfsc._validation import as_float_array, check_positive_int, check_sparseness
+from nmfsc._validation import (
+    as_float_array,
+    check_positive_int,
+    check_sparseness,
+    reject_masked,
+)
 
 __all__ = ["sparseness", "sparseness_or_nan", "l1_for_sparseness", "sparseness_for_l1"]
+
+# Relative slack on l2 <= l1 <= sqrt(n) l2 in sparseness_for_l1 (as in projection.py),
+# so that norms computed from sparseness 0 or 1 in floating point are not refused.
+_NORM_RTOL = 1e-12
 
 
 def sparseness(x, axis=None):
@@ -116,29 +125,84 @@ def _columns_sparseness(vectors, peak):
     return np.clip((root_n - l1 / l2) / (root_n - 1.0), 0.0, 1.0)
 
 
+def _positive_norms(value, name):
+    """A norm or array of norms as float64: numeric, not masked, finite and > 0."""
+    reject_masked(value, name)
+    arr = np.asarray(value)
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
+    ):
+        raise TypeError(f"{name} must be a real number or an array of them, got {value!r}")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+    return arr
+
+
 def l1_for_sparseness(sparseness, n, l2=1.0):
     """The L1 norm that gives a length-``n`` vector with L2 norm ``l2`` the
     requested ``sparseness``: ``l1 = l2 * (sqrt(n) - (sqrt(n) - 1) * sparseness)``.
 
     ``l2`` may be an array (one norm per vector); the result then has its shape.
     For n = 1 every sparseness gives ``l1 = l2``.
+
+    Raises
+    ------
+    TypeError
+        For a non-numeric argument or a masked ``l2``.
+    ValueError
+        For ``sparseness`` outside [0, 1], ``n < 1``, ``l2`` not finite and
+        > 0, and an ``l2`` so large that ``l1`` would overflow to infinity.
     """
     s = check_sparseness(sparseness, "sparseness")
     n = check_positive_int(n, "n")
     root_n = np.sqrt(n)
-    l2_arr = np.asarray(l2, dtype=np.float64)
-    if np.any(~np.isfinite(l2_arr)) or np.any(l2_arr <= 0):
-        raise ValueError(f"l2 must be finite and > 0, got {l2!r}")
-    l1 = l2_arr * (root_n - (root_n - 1.0) * s)
+    l2_arr = _positive_norms(l2, "l2")
+    with np.errstate(over="ignore"):
+        l1 = l2_arr * (root_n - (root_n - 1.0) * s)
+    if not np.all(np.isfinite(l1)):
+        raise ValueError(
+            f"l2={l2!r} is too large: the L1 norm for n={n} would overflow to infinity; "
+            "scale the vector down"
+        )
     return float(l1) if l1.ndim == 0 else l1
 
 
 def sparseness_for_l1(l1, l2, n):
-    """Inverse of :func:`l1_for_sparseness`: ``(sqrt(n) - l1 / l2) / (sqrt(n) - 1)``."""
+    """Inverse of :func:`l1_for_sparseness`: ``(sqrt(n) - l1 / l2) / (sqrt(n) - 1)``.
+
+    ``l1`` and ``l2`` are scalars or arrays of one shape (or broadcastable);
+    every pair must be the norms of some length-``n`` vector,
+    ``l2 <= l1 <= sqrt(n) * l2`` (up to a relative 1e-12 of rounding), so that
+    the result lies in [0, 1].
+
+    Raises
+    ------
+    TypeError
+        For a non-numeric or masked argument.
+    ValueError
+        For ``n < 2``, NaN or infinite norms, ``l2 <= 0``, and pairs outside
+        that range.
+    """
     n = check_positive_int(n, "n")
     if n < 2:
         raise ValueError("sparseness is undefined for vectors of length 1; it needs n >= 2")
+    l1_arr = _positive_norms(l1, "l1")
+    l2_arr = _positive_norms(l2, "l2")
+    try:
+        l1_b, l2_b = np.broadcast_arrays(l1_arr, l2_arr)
+    except ValueError:
+        raise ValueError(
+            f"l1 and l2 must have one shape (or broadcast), got {l1_arr.shape} and {l2_arr.shape}"
+        ) from None
     root_n = np.sqrt(n)
-    return (root_n - np.asarray(l1, dtype=np.float64) / np.asarray(l2, dtype=np.float64)) / (
-        root_n - 1.0
-    )
+    with np.errstate(over="ignore", under="ignore"):
+        bad = (l1_b < l2_b * (1.0 - _NORM_RTOL)) | (l1_b > root_n * l2_b * (1.0 + _NORM_RTOL))
+    if np.any(bad):
+        i = np.unravel_index(int(np.flatnonzero(bad)[0]), bad.shape)
+        a, b = float(l1_b[i]), float(l2_b[i])
+        raise ValueError(
+            f"l1={a!r} is out of range for l2={b!r} and n={n}: the norms of a length-n vector "
+            f"satisfy l2 <= l1 <= sqrt(n) * l2 = {float(root_n * b)!r} (sparseness in [0, 1])"
+        )
+    return (root_n - l1_arr / l2_arr) / (root_n - 1.0)

@@ -17,6 +17,7 @@ import pytest
 import nmfsc
 from nmfsc import ConvergenceWarning
 from nmfsc.solvers import CheckpointMismatchError
+from nmfsc.solvers.checkpoint import FORMAT_VERSION
 
 M = 4
 REPO = Path(nmfsc.__file__).resolve().parent.parent
@@ -191,7 +192,8 @@ def test_checkpoint_from_another_format_version_is_refused(V, tmp_path):
     path = tmp_path / "run.ckpt"
     run(nmfsc.nmf_sc, V, max_iter=3, checkpoint=path)
     _rewrite(path, format_version=np.array(99))
-    with pytest.raises(ValueError, match="has format version 99, this nmfsc writes 1"):
+    expected = f"has format version 99, this nmfsc writes {FORMAT_VERSION}"
+    with pytest.raises(ValueError, match=expected):
         nmfsc.nmf_sc(V, M, random_state=4, checkpoint=path, resume=True)
 
 

@@ -104,8 +104,8 @@ def _check(gate: Gate) -> int:
     if problems:
         print(
             f"{problems} problem(s). Corrupt or missing files are fetched again by "
-            f"'python -m nmfsc.datasets download'; delete a damaged folder first to have "
-            f"it unpacked again."
+            f"'python -m nmfsc.datasets download'; a damaged unpacked folder is unpacked "
+            f"again by the next load (or delete it)."
         )
         return 1
     print("Every file matches the registry.")

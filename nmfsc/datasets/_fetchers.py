@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pooch
 
 ENV_VAR = "NMFSC_DATA_DIR"
@@ -213,6 +214,7 @@ class Gate:
             not match the registry hash. Nothing invalid is left under its name.
         """
         entry = self.entry(name)
+        check_flag(progressbar, "progressbar")
         target = self.path / name
         # pooch would also see a corrupt file and download it again, but only say so in
         # its log: the hash is checked here first, to warn, and to name the corrupt file
@@ -339,6 +341,31 @@ def default_gate() -> Gate:
 def _gate_for(env_value: str | None) -> Gate:
     # Every entry of the shipped registry names its own URL, so no base URL is needed.
     return make_gate(pooch.os_cache("nmfsc"), env=ENV_VAR, retry_if_failed=2)
+
+
+def resolve_gate(gate: Gate | None) -> Gate:
+    """Return ``gate``, or :func:`default_gate` when it is None.
+
+    Raises
+    ------
+    TypeError
+        If ``gate`` is neither a :class:`Gate` nor None (a folder name, say).
+    """
+    if gate is None:
+        return default_gate()
+    if not isinstance(gate, Gate):
+        raise TypeError(
+            f"gate must be a Gate (nmfsc.datasets._fetchers.make_gate(folder)) or None, got "
+            f"{gate!r}; to read the data from a folder, set {ENV_VAR} to it"
+        )
+    return gate
+
+
+def check_flag(value, name: str) -> bool:
+    """``value`` as a bool; TypeError naming ``name`` unless it is True or False."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def data_dir() -> Path:

@@ -7,11 +7,14 @@ preprocessed.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 
-from ._fetchers import Gate
+from nmfsc._validation import check_positive_int, check_random_state
+
+from ._fetchers import Gate, check_flag, resolve_gate
 from ._preprocess import imresize_bilinear
 from ._readers import read_images_mat
 from .catalog import DATASETS
@@ -80,6 +83,7 @@ def orl_images(halved: bool = False, *, gate: Gate | None = None) -> np.ndarray:
     images : ndarray, shape (400, 112, 92) of uint8, or (400, 56, 46) of float64
         Upright grey levels 0..255; image ``10 * (s - 1) + (i - 1)`` is ``s{s}/{i}.pgm``.
     """
+    halved = check_flag(halved, "halved")
     images = _ORL.images(gate)
     return imresize_bilinear(images, 0.5) if halved else images
 
@@ -132,6 +136,10 @@ def natural_images(path: str | Path | None = None, *, gate: Gate | None = None) 
         trainset).
     """
     if path is not None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a file path (str or path-like) or None, got {path!r}")
+        if gate is not None:
+            resolve_gate(gate)  # unused with a path, but a wrong one is still an error
         return read_images_mat(path)
     return _NATURAL.images(gate)
 
@@ -175,5 +183,8 @@ def load_natural(
         the rest the OFF channel; ``V[:p*p, j].reshape(p, p)`` is patch j's ON
         channel upright. Every row has unit root mean square.
     """
+    n_patches = check_positive_int(n_patches, "n_patches")
+    patch_size = check_positive_int(patch_size, "patch_size")
+    check_random_state(random_state)
     images = natural_images(path, gate=gate)
     return _NATURAL.preprocess(images, n_patches, patch_size, random_state)

@@ -188,8 +188,11 @@ def read_images_mat(path: str | Path) -> np.ndarray:
             f"{path} is a MATLAB v7.3 file, which scipy cannot read; "
             f"save it again in MATLAB with save(..., '-v7')"
         ) from error
-    except (OSError, ValueError) as error:
-        raise DataError(f"Cannot read {path} as a MATLAB file: {error}") from error
+    except Exception as error:  # scipy raises many kinds (MatReadError, IndexError, ...)
+        raise DataError(
+            f"Cannot read {path} as a MATLAB file ({type(error).__name__}: {error}); "
+            "path must be a sparsenet IMAGES.mat (MATLAB v4 to v7)"
+        ) from error
     if "IMAGES" not in contents:
         raise DataError(f"{path} has no variable named IMAGES")
     images = np.asarray(contents["IMAGES"], dtype=np.float64)

@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _preprocess
 from ._archives import Archive
-from ._fetchers import Gate, default_gate
+from ._fetchers import Gate, check_flag, resolve_gate
 from ._readers import read_float32_image, read_unpacked_pgms
 
 
@@ -87,7 +87,8 @@ class DataSet:
         Takes the arguments of :func:`download_all`, which does this for every data
         set, and returns the data folder (archives are unpacked beside themselves).
         """
-        gate = default_gate() if gate is None else gate
+        gate = resolve_gate(gate)
+        check_flag(progressbar, "progressbar")
         for name in self.files:
             archive = self.archive
             processor = archive.processor() if archive and archive.name == name else None
@@ -122,8 +123,7 @@ def _read_float32_images(dataset: DataSet, folder: Path) -> np.ndarray:
 
 
 # The tarball also holds 4548 train/non-face/*.pgm, which are not unpacked. The folder
-# is passed as the member (pooch unpacks everything under it): a list of the 2429 file
-# names would work too, but pooch's check of such a list takes ~1.7 s on every load.
+# is passed as the member (everything under it is unpacked; see _archives.Unpacker).
 _CBCL_ARCHIVE = Archive("face.train.tar.gz", "cbcl", ("train/face",))
 _ORL_ARCHIVE = Archive("att_faces.zip", "orl-faces")
 
@@ -208,7 +208,8 @@ def download_all(gate: Gate | None = None, progressbar: bool = False) -> Path:
     folder : pathlib.Path
         The data folder.
     """
-    gate = default_gate() if gate is None else gate
+    gate = resolve_gate(gate)
+    check_flag(progressbar, "progressbar")
     for dataset in DATASETS.values():
         dataset.fetch(gate, progressbar)
     return gate.path

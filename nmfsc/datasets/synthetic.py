@@ -8,8 +8,11 @@ non-negative combination of the parts.
 from __future__ import annotations
 
 import itertools
+import numbers
 
 import numpy as np
+
+from nmfsc._validation import as_float_array, check_positive_int, check_random_state
 
 SWIMMER_SHAPE = (32, 32)
 """(height, width) of a swimmer image."""
@@ -108,7 +111,13 @@ def bars(
         Binary bar images: column ``i < size`` is the horizontal bar on row ``i``,
         column ``size + i`` the vertical bar on column ``i``.
     """
-    p = 1.0 / size if p is None else p
+    n_samples = check_positive_int(n_samples, "n_samples")
+    size = check_positive_int(size, "size")
+    check_random_state(random_state)
+    if p is None:
+        p = 1.0 / size
+    elif isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise TypeError(f"p must be a probability in [0, 1] or None, got {p!r}")
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"p must be a probability in [0, 1], got {p}")
     eye = np.eye(size)
@@ -144,12 +153,19 @@ def part_recovery(W: np.ndarray, true_parts: np.ndarray) -> float:
     score : float
         In [0, 1] for non-negative inputs (in [-1, 1] in general). Zero columns have
         similarity 0 with everything.
+
+    Raises
+    ------
+    ValueError
+        If an input is not 2-D, is empty, holds NaN or infinity, or the row counts differ.
+    TypeError
+        If an input is not numeric, or is a masked array.
     """
     from scipy.optimize import linear_sum_assignment
 
-    W = np.asarray(W, dtype=np.float64)
-    T = np.asarray(true_parts, dtype=np.float64)
-    if W.ndim != 2 or T.ndim != 2 or W.shape[0] != T.shape[0]:
+    W = as_float_array(W, "W", ndim=2)
+    T = as_float_array(true_parts, "true_parts", ndim=2)
+    if W.shape[0] != T.shape[0]:
         raise ValueError(
             f"W {W.shape} and true_parts {T.shape} must be 2-D with the "
             f"same number of rows (pixels)"

@@ -47,9 +47,11 @@ OPTIONS = """\
         Show a tqdm progress bar with the objective and its relative change.
     checkpoint : str or Path or None
         File the state is saved to every ``checkpoint_every`` iterations (and
-        every ``checkpoint_seconds`` seconds if given), atomically
-        (``path.tmp`` then rename), and once more when the run stops for any
-        reason, KeyboardInterrupt included. The file is kept after the run.
+        every ``checkpoint_seconds`` seconds if given), atomically (a unique
+        temporary file beside it, then rename), and once more when the run
+        stops for any reason, KeyboardInterrupt included. The file is kept
+        after the run. Its folder must exist and be writable (checked before
+        the first iteration).
     checkpoint_every : int, default 50
         Iterations between saves.
     checkpoint_seconds : float or None, default None

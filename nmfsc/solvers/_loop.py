@@ -41,7 +41,12 @@ import numpy as np
 from nmfsc._validation import check_data, check_positive_int
 from nmfsc.solvers._result import ConvergenceWarning, IterationState, NMFResult
 from nmfsc.solvers._start import fresh_start, start_description
-from nmfsc.solvers.checkpoint import fingerprint, load_checkpoint, save_checkpoint
+from nmfsc.solvers.checkpoint import (
+    check_checkpoint_path,
+    fingerprint,
+    load_checkpoint,
+    save_checkpoint,
+)
 from nmfsc.sparseness import sparseness_or_nan
 
 __all__ = ["Steps", "solve", "tol_reached"]
@@ -66,6 +71,8 @@ class Steps:
     name = "?"
     #: The objective of V / s is s**-power times the objective of V.
     objective_power = 2
+    #: The scalar entries of a state besides W and H (step sizes, each > 0).
+    state_scalars = ()
 
     def __init__(self, V, n_components):
         self.V = V
@@ -166,6 +173,7 @@ class _Run:
         self.params = {"n_components": M, **solver_params}
         self.meta = None
         if settings.checkpoint is not None:
+            check_checkpoint_path(settings.checkpoint)  # fail now, not after an hour's work
             self.meta = {
                 "solver": self.steps.name,
                 "params": self.params,
@@ -179,7 +187,9 @@ class _Run:
         (and it exists), else the solver's start from the random or given factors."""
         path = self.settings.checkpoint
         if self.settings.resume and path.exists():
-            state, iteration, self.history, self.times = load_checkpoint(path, self.meta)
+            N, M, T = shape
+            layout = {"W": (N, M), "H": (M, T), **dict.fromkeys(self.steps.state_scalars, ())}
+            state, iteration, self.history, self.times = load_checkpoint(path, self.meta, layout)
             self.steps.start(state)
         else:
             state = fresh_start(self.steps, self.settings, self.scale, shape)

@@ -8,16 +8,24 @@ A checkpoint is one ``.npz`` file (no pickles) holding
 - ``meta``: a JSON text with the solver's name, its parameters (those that
   change the iterates: ``n_components``, sparseness targets, alpha, beta), a
   description of the start (seed or hash of ``W_init``/``H_init``) and a
-  fingerprint of V (shape and SHA-256 of its float64 bytes).
+  fingerprint of V (shape and SHA-256 of its float64 bytes);
+- ``digest``: the SHA-256 of every other entry (name, dtype, shape, bytes).
 
 Resuming compares ``meta`` with the new call and refuses a checkpoint written
-for other data or settings. Stopping options (max_iter, tol, max_time, ...)
-may differ: raising max_iter and resuming is the intended use.
+for other data or settings (:class:`CheckpointMismatchError`). Stopping
+options (max_iter, tol, max_time, ...) may differ: raising max_iter and
+resuming is the intended use. The loaded state is validated before it is used
+-- shapes, dtypes, finite values, non-negative factors, step sizes > 0,
+``iteration >= 0``, histories of ``iteration + 1`` values, and the digest, so
+that a file edited or damaged after it was written is refused -- and every
+refusal is a ValueError naming the file and what is wrong.
 
-Writes are atomic: the file is written to ``path + ".tmp"`` and then renamed
-over ``path`` with :func:`os.replace`, so a run killed while saving leaves the
-previous checkpoint intact (and at worst a stale ``.tmp``, which is ignored
-and overwritten by the next save).
+Writes are atomic: the file is written to a temporary file with a unique name
+in the same folder (created exclusively: an existing file or link there is
+never written through) and then renamed over ``path`` with :func:`os.replace`.
+A run killed while saving leaves the previous checkpoint intact (and at worst
+a stale ``.<name>.*.tmp``, which is ignored); processes saving to one path at
+once do not disturb each other: the last rename wins.
 
 The random generator is not saved: it is used only for the start, which a
 resumed run takes from the checkpoint.
@@ -25,16 +33,28 @@ resumed run takes from the checkpoint.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import secrets
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["CheckpointMismatchError", "fingerprint", "load_checkpoint", "save_checkpoint"]
+__all__ = [
+    "CheckpointMismatchError",
+    "check_checkpoint_path",
+    "fingerprint",
+    "load_checkpoint",
+    "save_checkpoint",
+]
 
-FORMAT_VERSION = 1
+#: 2: adds ``digest``. Version 1 files (no digest) cannot be verified and are refused.
+FORMAT_VERSION = 2
+
+_HEADER = ("format_version", "meta", "iteration", "objective", "times", "digest")
+_AFRESH = "delete it, or pass resume=False to start afresh"
 
 
 class CheckpointMismatchError(ValueError):
@@ -56,10 +76,68 @@ def array_digest(X):
     return hashlib.sha256(X.data).hexdigest()[:16]
 
 
-def save_checkpoint(path, *, state, meta, iteration, objective, times):
-    """Write the run's state to ``path`` atomically (``path.tmp`` then rename)."""
+def content_digest(arrays):
+    """SHA-256 (hex) of every entry of ``arrays`` but ``digest``: name, dtype, shape, bytes."""
+    hasher = hashlib.sha256()
+    for key in sorted(arrays):
+        if key == "digest":
+            continue
+        value = np.ascontiguousarray(arrays[key])
+        hasher.update(f"{key}|{value.dtype.str}|{value.shape}|".encode())
+        hasher.update(value.tobytes())
+    return hasher.hexdigest()
+
+
+def check_checkpoint_path(path):
+    """Check, before a run starts, that a checkpoint can be written to ``path``.
+
+    Raises ValueError naming the path when it is a folder, when its folder does
+    not exist, or when no file can be created in that folder (a temporary file
+    is created and removed to find out).
+    """
     path = Path(path)
-    tmp = Path(str(path) + ".tmp")
+    folder = path.parent
+    if path.is_dir():
+        raise ValueError(
+            f"checkpoint {str(path)!r} is a folder; pass a file path such as "
+            f"{str(path / 'run.npz')!r}"
+        )
+    if not folder.is_dir():
+        raise ValueError(
+            f"checkpoint {str(path)!r}: its folder {str(folder)!r} does not exist; "
+            "create it first, or pass another checkpoint path"
+        )
+    try:
+        fd, probe = _create_exclusive(path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise ValueError(
+            f"checkpoint {str(path)!r}: cannot write in its folder {str(folder)!r} "
+            f"({err.strerror or err}); pass a checkpoint path in a writable folder"
+        ) from None
+
+
+def _create_exclusive(path):
+    """A new file with a unique name beside ``path``: ``(fd, name)``.
+
+    ``O_EXCL`` (with ``O_NOFOLLOW`` where available) makes sure the file is new:
+    an existing file or link of that name is never opened or followed.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    flags |= getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        name = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(name, flags, 0o666), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")
+
+
+def save_checkpoint(path, *, state, meta, iteration, objective, times):
+    """Write the run's state to ``path`` atomically (a unique temporary file, then rename)."""
+    path = Path(path)
     arrays = {
         "format_version": np.array(FORMAT_VERSION),
         "meta": np.array(json.dumps(meta, sort_keys=True)),
@@ -69,52 +147,158 @@ def save_checkpoint(path, *, state, meta, iteration, objective, times):
     }
     for key, value in state.items():
         arrays[f"state_{key}"] = np.asarray(value)
-    with open(tmp, "wb") as handle:
-        np.savez(handle, **arrays)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    arrays["digest"] = np.array(content_digest(arrays))
+    fd, tmp = _create_exclusive(path)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.savez(handle, **arrays)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
-def load_checkpoint(path, meta):
-    """Read a checkpoint and check it against ``meta`` (the current call's).
+def load_checkpoint(path, meta, layout):
+    """Read a checkpoint, check it against ``meta`` (the current call's) and validate it.
 
-    Returns ``(state, iteration, objective, times)``. Raises ValueError when
-    the file cannot be read and CheckpointMismatchError (a ValueError) when it
-    belongs to other data or settings.
+    ``layout`` maps each state entry the solver needs to its shape: ``(N, M)``
+    for ``"W"``, ``(M, T)`` for ``"H"``, ``()`` for a step size.
+
+    Returns ``(state, iteration, objective, times)``. Raises ValueError naming
+    the file and the problem when it cannot be read, has another format
+    version, is inconsistent or fails its digest, and CheckpointMismatchError
+    (a ValueError) when it belongs to other data or settings.
     """
     path = Path(path)
+    arrays = _read(path)
+    _check_header(path, arrays)
     try:
-        with np.load(path, allow_pickle=False) as saved:
-            version = int(saved["format_version"])
-            saved_meta = json.loads(str(saved["meta"]))
-            iteration = int(saved["iteration"])
-            objective = [float(x) for x in saved["objective"]]
-            times = [float(x) for x in saved["times"]]
-            state = {
-                key[len("state_") :]: saved[key] for key in saved.files if key.startswith("state_")
-            }
-    except Exception as err:  # zip, key or JSON errors: all mean "unreadable"
-        raise ValueError(
-            f"checkpoint {str(path)!r} cannot be read ({type(err).__name__}: {err}); "
-            "delete it, or pass resume=False to start afresh"
-        ) from err
-    if version != FORMAT_VERSION:
-        raise ValueError(
-            f"checkpoint {str(path)!r} has format version {version}, this nmfsc writes "
-            f"{FORMAT_VERSION}; pass resume=False to start afresh"
-        )
+        saved_meta = json.loads(str(arrays["meta"]))
+    except ValueError as err:
+        _refuse(path, f"is damaged: its metadata is not valid JSON ({err})")
+    if not isinstance(saved_meta, dict):
+        _refuse(path, "is damaged: its metadata is not a JSON object")
     _check_meta(path, saved_meta, meta)
-    if len(objective) != iteration + 1 or len(times) != iteration + 1:
-        raise ValueError(
-            f"checkpoint {str(path)!r} is inconsistent: iteration {iteration} but "
-            f"{len(objective)} objective values; delete it or pass resume=False"
+    _check_state_entries(path, arrays, layout)
+    iteration = _check_histories(path, arrays)
+    for key, shape in layout.items():
+        _check_state_entry(path, key, arrays[f"state_{key}"], shape)
+    if str(arrays["digest"]) != content_digest(arrays):
+        _refuse(
+            path,
+            "failed its integrity check: its contents do not match the digest saved "
+            "with them (the file was edited or damaged after it was written)",
         )
     state = {
-        key: (np.array(value, dtype=np.float64) if value.ndim else float(value))
-        for key, value in state.items()
+        key: (np.array(arrays[f"state_{key}"]) if shape else float(arrays[f"state_{key}"]))
+        for key, shape in layout.items()
     }
+    objective = [float(x) for x in arrays["objective"]]
+    times = [float(x) for x in arrays["times"]]
     return state, iteration, objective, times
+
+
+def _refuse(path, problem):
+    raise ValueError(f"checkpoint {str(path)!r} {problem}; {_AFRESH}")
+
+
+def _read(path):
+    """Every entry of the file, read (and CRC-checked) now; ValueError if unreadable."""
+    try:
+        # The file is opened here, not by np.load, which leaks its own handle when
+        # a file that starts like a zip archive is not one.
+        with open(path, "rb") as handle:
+            saved = np.load(handle, allow_pickle=False)
+            if not isinstance(saved, np.lib.npyio.NpzFile):
+                raise ValueError("it holds a single .npy array, not an .npz archive")
+            with saved:
+                return {key: saved[key] for key in saved.files}
+    except Exception as err:  # zip, npy header, CRC or OS errors: all mean "unreadable"
+        raise ValueError(
+            f"checkpoint {str(path)!r} cannot be read ({type(err).__name__}: {err}); {_AFRESH}"
+        ) from err
+
+
+def _check_header(path, arrays):
+    """Format version first (an old file is refused as such), then the entries present."""
+    if "format_version" not in arrays:
+        _refuse(path, "is not an nmfsc checkpoint (it has no 'format_version' entry)")
+    try:
+        version = int(arrays["format_version"])
+    except (TypeError, ValueError):
+        _refuse(path, "is damaged: its 'format_version' is not a number")
+    if version != FORMAT_VERSION:
+        old = " (an older nmfsc's, without an integrity digest)" if version == 1 else ""
+        raise ValueError(
+            f"checkpoint {str(path)!r} has format version {version}{old}, this nmfsc writes "
+            f"{FORMAT_VERSION}; pass resume=False to start afresh"
+        )
+    _check_entries(path, arrays, _HEADER, "")
+
+
+def _check_state_entries(path, arrays, layout):
+    """The solver's state entries: exactly those of ``layout``."""
+    wanted = [f"state_{key}" for key in layout]
+    _check_entries(path, arrays, wanted, "state_")
+
+
+def _check_entries(path, arrays, wanted, prefix):
+    """Every name of ``wanted`` present; among the names that start with ``prefix``
+    (all, for an empty prefix, besides the state), no others."""
+    missing = [key for key in wanted if key not in arrays]
+    if missing:
+        _refuse(path, f"is damaged: it has no {', '.join(map(repr, missing))} entry")
+    if prefix:
+        extra = sorted(key for key in arrays if key.startswith(prefix) and key not in wanted)
+    else:
+        extra = sorted(key for key in arrays if not key.startswith("state_") and key not in wanted)
+    if extra:
+        _refuse(path, f"is damaged: it has unexpected entries {extra}")
+
+
+def _check_histories(path, arrays):
+    """``iteration`` >= 0 and the two histories of iteration + 1 finite values."""
+    iteration = arrays["iteration"]
+    if iteration.shape != () or not np.issubdtype(iteration.dtype, np.integer):
+        _refuse(path, f"is damaged: 'iteration' must be one integer, got {iteration!r}")
+    iteration = int(iteration)
+    if iteration < 0:
+        _refuse(path, f"is damaged: 'iteration' is {iteration}, it must be >= 0")
+    for key in ("objective", "times"):
+        history = arrays[key]
+        if history.dtype != np.float64 or history.ndim != 1:
+            _refuse(path, f"is damaged: {key!r} must be a 1-D float64 array")
+        if history.size != iteration + 1:
+            _refuse(
+                path,
+                f"is inconsistent: iteration {iteration} but {history.size} {key} values "
+                f"(it needs {iteration + 1})",
+            )
+        if not np.all(np.isfinite(history)):
+            _refuse(path, f"is damaged: {key!r} contains NaN or infinity")
+    if np.any(arrays["times"] < 0):
+        _refuse(path, "is damaged: 'times' contains negative times")
+    return iteration
+
+
+def _check_state_entry(path, key, value, shape):
+    """A factor: float64 of ``shape``, finite, >= 0. A step size: one finite float > 0."""
+    if value.dtype != np.float64 or value.shape != shape:
+        _refuse(
+            path,
+            f"is damaged: {key} must be float64 of shape {shape}, got {value.dtype} of "
+            f"shape {value.shape}",
+        )
+    if not np.all(np.isfinite(value)):
+        _refuse(path, f"is damaged: {key} contains NaN or infinity")
+    if shape == ():
+        if not value > 0:
+            _refuse(path, f"is damaged: the step size {key} is {float(value)!r}, it must be > 0")
+    elif np.any(value < 0):
+        _refuse(path, f"is damaged: {key} has negative entries (min {float(value.min())!r})")
 
 
 def _check_meta(path, saved, current):

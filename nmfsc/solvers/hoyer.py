@@ -96,6 +96,7 @@ class HoyerSteps(SquaredErrorSteps):
     """One iteration of nmf_sc: the H step, then the W step (module docstring)."""
 
     name = "nmf_sc"
+    state_scalars = ("mu_W", "mu_H")
 
     def __init__(self, V, n_components, sparseness_w, sparseness_h):
         super().__init__(V, n_components)
@@ -199,7 +200,7 @@ class HoyerSteps(SquaredErrorSteps):
                 if after <= before:
                     return projected.copy(), mu * MU_GROWTH, after, quad
             mu /= 2.0
-            if mu < MU_MIN:
+            if not MU_MIN <= mu < np.inf:  # also ends the loop for a NaN or infinite mu
                 return None, mu, before, None
 
     def _w_projected(self, W, H, mu, HHt=None):
@@ -225,7 +226,7 @@ class HoyerSteps(SquaredErrorSteps):
                     if after <= before:
                         return W_new, mu * MU_GROWTH, after
             mu /= 2.0
-            if mu < MU_MIN:
+            if not MU_MIN <= mu < np.inf:  # also ends the loop for a NaN or infinite mu
                 return None, mu, before
 
 
