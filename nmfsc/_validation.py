@@ -61,6 +61,13 @@ def check_sparseness(value, name):
     return value
 
 
+def check_non_negative_int(value, name):
+    """An integer >= 0 (not a bool), as an int; ValueError naming ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
 def check_positive_int(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be a positive integer, got {value!r}")

@@ -3,16 +3,13 @@
 Drawn as in Hoyer (2004): the columns of W are tiles in a grid with one-pixel
 borders between them; zero weight is white and larger positive weights are
 darker (the ``"gray"`` colormap applied to ``-W``); for signed images (ON minus
-OFF) zero is mid grey and the two signs are black (positive) and white
-(negative), with limits symmetric about zero.
+OFF) zero is mid grey, positive black, negative white, with symmetric limits.
 
-Nothing here touches pyplot's global state: functions draw on the axes they are
-given or on a new :class:`matplotlib.figure.Figure` that they create (and that
-the caller saves with :func:`save_figure`); nothing calls ``plt.show()``.
+Nothing touches pyplot's global state: functions draw on the axes they are given
+or on a new :class:`~matplotlib.figure.Figure` (saved with :func:`save_figure`).
 """
 
 import io
-import numbers
 from pathlib import Path
 
 import matplotlib
@@ -21,7 +18,12 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from nmfsc._atomic import write_atomic
-from nmfsc._validation import as_float_array, check_image_shape, check_positive_int
+from nmfsc._validation import (
+    as_float_array,
+    check_image_shape,
+    check_non_negative_int,
+    check_positive_int,
+)
 from nmfsc.sparseness import sparseness
 
 __all__ = [
@@ -46,12 +48,6 @@ _INCHES_PER_PIXEL = 0.035
 
 
 # --- mosaics -----------------------------------------------------------------------
-
-
-def _check_non_negative_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    return int(value)
 
 
 def grid_shape(n_tiles, n_cols=None):
@@ -141,7 +137,7 @@ def tile_images(W, image_shape, n_cols=None, normalize="l2", border=1, signed=Fa
             "W has negative entries; pass signed=True to tile signed images "
             "(e.g. ON minus OFF filters)"
         )
-    border = _check_non_negative_int(border, "border")
+    border = check_non_negative_int(border, "border")
     n_rows, n_cols = grid_shape(W.shape[1], n_cols)
     W = _normalize_columns(W, normalize)
     mosaic = np.full(
@@ -408,11 +404,10 @@ def plot_passes(dims, mean, lo, hi, ax=None):
 
 
 def save_figure(fig, path_without_suffix, dpi=150, formats=("png", "pdf")):
-    """Write ``fig`` as PNG and PDF (or ``formats``), atomically, creating the folder.
+    """Write ``fig`` as PNG and PDF (or ``formats``), creating the folder.
 
-    Each format is rendered in memory and written to a temporary file beside
-    its target, then renamed over it, so an interrupted run never leaves a
-    half-written figure.
+    Each file is written atomically (rendered in memory, then a temporary file
+    renamed over the target): an interrupted run never leaves half a figure.
 
     Parameters
     ----------
@@ -424,13 +419,12 @@ def save_figure(fig, path_without_suffix, dpi=150, formats=("png", "pdf")):
     dpi : float, default 150
         Resolution of the PNG.
     formats : sequence of str, default ("png", "pdf")
-        The formats to write, each a suffix matplotlib can render.
 
     Returns
     -------
     tuple of pathlib.Path
-        One path per format, in the order of ``formats``. A PDF carries no
-        creation date, so saving the same figure twice gives the same bytes.
+        One path per format. A PDF has no creation date: the same figure
+        gives the same bytes.
     """
     if not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from nmfsc._atomic import write_atomic
 
 from ._fetchers import DataError, DataWarning, Gate, resolve_gate
 from ._unpack import install_folder, iter_members, new_sibling_folder, unpack_members
@@ -128,14 +129,7 @@ class Unpacker:
 def write_manifest(folder: Path, archive: str, sha: str, hashes: dict[str, str]) -> None:
     """Write ``folder``'s manifest atomically (a temporary file, then rename)."""
     text = json.dumps({"archive": archive, "sha256": sha, "files": hashes}, sort_keys=True)
-    tmp = folder / f"{MANIFEST}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
-    try:
-        with open(tmp, "x", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, folder / MANIFEST)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    write_atomic(folder / MANIFEST, text)
 
 
 def manifest_problems(folder: Path, sha: str) -> list[str] | None:

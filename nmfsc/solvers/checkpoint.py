@@ -33,14 +33,14 @@ resumed run takes from the checkpoint.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import secrets
+import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from nmfsc._atomic import atomic_writer
 
 __all__ = [
     "CheckpointMismatchError",
@@ -108,31 +108,13 @@ def check_checkpoint_path(path):
             "create it first, or pass another checkpoint path"
         )
     try:
-        fd, probe = _create_exclusive(path)
-        os.close(fd)
-        os.unlink(probe)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
     except OSError as err:
         raise ValueError(
             f"checkpoint {str(path)!r}: cannot write in its folder {str(folder)!r} "
             f"({err.strerror or err}); pass a checkpoint path in a writable folder"
         ) from None
-
-
-def _create_exclusive(path):
-    """A new file with a unique name beside ``path``: ``(fd, name)``.
-
-    ``O_EXCL`` (with ``O_NOFOLLOW`` where available) makes sure the file is new:
-    an existing file or link of that name is never opened or followed.
-    """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    flags |= getattr(os, "O_BINARY", 0)
-    for _ in range(100):
-        name = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
-        try:
-            return os.open(name, flags, 0o666), name
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free temporary name beside {path}")
 
 
 def save_checkpoint(path, *, state, meta, iteration, objective, times):
@@ -148,17 +130,8 @@ def save_checkpoint(path, *, state, meta, iteration, objective, times):
     for key, value in state.items():
         arrays[f"state_{key}"] = np.asarray(value)
     arrays["digest"] = np.array(content_digest(arrays))
-    fd, tmp = _create_exclusive(path)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **arrays)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with atomic_writer(path) as handle:
+        np.savez(handle, **arrays)
 
 
 def load_checkpoint(path, meta, layout):
