@@ -39,6 +39,7 @@ import warnings
 import numpy as np
 
 from nmfsc._validation import check_data, check_positive_int
+from nmfsc.solvers._data import make_data
 from nmfsc.solvers._result import ConvergenceWarning, IterationState, NMFResult
 from nmfsc.solvers._start import fresh_start, start_description
 from nmfsc.solvers.checkpoint import fingerprint, load_checkpoint, save_checkpoint
@@ -58,17 +59,20 @@ _WARN_HINT = {
 class Steps:
     """Interface of a solver's iteration (subclassed in hoyer.py, standard.py and penalized.py).
 
-    ``V`` is the normalised data (max 1). A *state* is a dict of the arrays and
-    numbers that define an iterate (``"W"``, ``"H"``, C-contiguous float64,
-    and any scalars such as step sizes); it is what a checkpoint stores.
+    ``data`` is the normalised data V / max(V), as an object that gives the
+    products the updates need (:mod:`nmfsc.solvers._data`: dense, sparse or
+    memory-mapped V alike). A *state* is a dict of the arrays and numbers that
+    define an iterate (``"W"``, ``"H"``, C-contiguous, of the data's dtype,
+    float64 or float32, and any scalars such as step sizes); it is what a
+    checkpoint stores.
     """
 
     name = "?"
     #: The objective of V / s is s**-power times the objective of V.
     objective_power = 2
 
-    def __init__(self, V, n_components):
-        self.V = V
+    def __init__(self, data, n_components):
+        self.data = data
         self.n_components = n_components
 
     def initialize(self, W, H):
@@ -127,7 +131,8 @@ def _progress_bar(progress, name, total, initial):
 def solve(make_steps, V, n_components, *, solver_params, settings):
     """Validate, start (or resume), iterate until a stop, and build the result.
 
-    ``make_steps(V_normalised, n_components)`` returns the :class:`Steps`.
+    ``make_steps(data, n_components)`` returns the :class:`Steps` (``data``:
+    :func:`nmfsc.solvers._data.make_data` of the checked V).
     ``solver_params`` are the solver's own settings (already validated), saved
     in the result and checked when resuming; ``settings`` are the call's
     :class:`~nmfsc.solvers._settings.LoopSettings`, not yet validated.
@@ -161,7 +166,8 @@ class _Run:
         N, T = V.shape
         self.settings = settings = settings.validated(N, M, T)
         self.V, self.scale = V, scale
-        self.steps = make_steps(V / scale, M)
+        self.data = make_data(V, scale)
+        self.steps = make_steps(self.data, M)
         self.factor = scale**self.steps.objective_power
         self.params = {"n_components": M, **solver_params}
         self.meta = None
@@ -170,7 +176,7 @@ class _Run:
                 "solver": self.steps.name,
                 "params": self.params,
                 "data": fingerprint(V),
-                "start": start_description(settings.random_state, settings.W_init, settings.H_init),
+                "start": start_description(settings),
             }
         self.start_or_resume((N, M, T))
 
@@ -180,6 +186,8 @@ class _Run:
         path = self.settings.checkpoint
         if self.settings.resume and path.exists():
             state, iteration, self.history, self.times = load_checkpoint(path, self.meta)
+            for key in ("W", "H"):  # saved as float64; exact for float32 factors
+                state[key] = np.ascontiguousarray(state[key], dtype=self.data.dtype)
             self.steps.start(state)
         else:
             state = fresh_start(self.steps, self.settings, self.scale, shape)
@@ -294,8 +302,7 @@ class _Run:
         s = self.settings
         W = state["W"] * self.scale
         H = state["H"].copy()
-        norm_v = np.linalg.norm(self.V)
-        relative_error = float(np.linalg.norm(self.V - W @ H) / norm_v)
+        relative_error = self.data.relative_error(W, H)
         return NMFResult(
             W=W,
             H=H,

@@ -4,9 +4,7 @@ the base of the steps of the solvers that minimise it."""
 
 from __future__ import annotations
 
-import numpy as np
-
-from nmfsc._kernels import updates as _k
+from nmfsc.solvers._data import EXACT_BELOW, exact_objective, inner
 from nmfsc.solvers._loop import Steps
 
 __all__ = [
@@ -16,12 +14,6 @@ __all__ = [
     "exact_objective",
     "expanded_objective",
 ]
-
-
-#: The objective recorded after an iteration comes from the expansion below
-#: unless it is smaller than this fraction of ||V||^2; then it is recomputed
-#: exactly (see :func:`expanded_objective`).
-EXACT_BELOW = 1e-4
 
 
 class ColumnGram:
@@ -62,36 +54,32 @@ def expanded_objective(vv, A, X, G, columns, quad=None):
     that over E. Callers that record it recompute E exactly when it is below
     ``EXACT_BELOW * vv``, which bounds the relative error of every recorded
     objective by about 1e-11. ``quad`` is ``W^T W`` (``H H^T``) if the caller
-    has it.
+    has it. The two inner products are accumulated in float64 whatever the
+    dtype (:func:`nmfsc.solvers._data.inner`), so that float32 factors keep
+    a meaningful objective.
     """
     if quad is None:
         quad = X.T @ X if columns else X @ X.T
-    return 0.5 * (vv - 2.0 * float(np.vdot(A, X)) + float(np.vdot(G, quad)))
-
-
-def exact_objective(V, W, H, WH):
-    """``0.5 ||V - W H||_F^2`` computed from ``W @ H``, written into the buffer ``WH``."""
-    np.matmul(W, H, out=WH)
-    return _k.half_squared_residual(V, WH)
+    return 0.5 * (vv - 2.0 * inner(A, X) + inner(G, quad))
 
 
 class SquaredErrorSteps(Steps):
     """The iteration of a solver whose objective is ``E = 0.5 ||V - W H||_F^2``
-    (nmf_sc and Euclidean NMF): ||V||^2 and a W H buffer, kept for evaluating E."""
+    (nmf_sc and Euclidean NMF): ||V||^2, kept for evaluating E."""
 
     objective_power = 2
 
-    def __init__(self, V, n_components):
-        super().__init__(V, n_components)
-        self.vv = float(np.vdot(V, V))
-        self.WH = np.empty_like(V)
+    def __init__(self, data, n_components):
+        super().__init__(data, n_components)
+        self.vv = data.vv
 
     def start(self, state):
         return self.objective(state["W"], state["H"])
 
     def objective(self, W, H):
-        """E(W, H) computed exactly, from W H."""
-        return exact_objective(self.V, W, H, self.WH)
+        """E(W, H) computed exactly: from W H for dense data, see
+        :class:`nmfsc.solvers._data.ScaledData` for sparse or mapped data."""
+        return self.data.half_squared_error(W, H)
 
     def recorded(self, energy, W, H):
         """The objective to record for (W, H): ``energy``, its value by the

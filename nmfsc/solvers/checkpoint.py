@@ -42,7 +42,16 @@ class CheckpointMismatchError(ValueError):
 
 
 def fingerprint(V):
-    """``"NxT:sha256"`` of a float64 array's bytes (C order)."""
+    """``"NxT:sha256"`` of a float64 array's bytes (C order); for scipy.sparse
+    V, of its canonical CSR form (values as float64, column indices and row
+    pointers as int64), so that CSR and CSC of the same matrix agree."""
+    if hasattr(V, "nnz") and hasattr(V, "tocsr"):
+        csr = V.tocsr()
+        digest = hashlib.sha256(b"csr")
+        parts = ((csr.data, np.float64), (csr.indices, np.int64), (csr.indptr, np.int64))
+        for part, dtype in parts:
+            digest.update(np.ascontiguousarray(part, dtype=dtype).data)
+        return f"{V.shape[0]}x{V.shape[1]}:{digest.hexdigest()}"
     V = np.ascontiguousarray(V, dtype=np.float64)
     digest = hashlib.sha256(V.data).hexdigest()
     return f"{V.shape[0]}x{V.shape[1]}:{digest}"
