@@ -20,7 +20,8 @@ from numba import njit
 @njit(cache=True, error_model="numpy")
 def multiplicative_update_into(X, num, den, eps, out, row_ss):
     """``out = X * (num / (den + eps))`` (Lee & Seung's Euclidean update,
-    written to a new array), and ``row_ss[i] = sum_j out[i, j]**2`` (for
+    written to a new array or over ``den``: each entry is read before it is
+    written), and ``row_ss[i] = sum_j out[i, j]**2`` (for
     :func:`scale_rows_to_unit_l2`).
 
     The sums of squares run in a second loop over the (cache-warm) rows with
@@ -229,3 +230,23 @@ def inner_f64(A, B):
             j += 1
         total += (s0 + s1) + (s2 + s3)
     return total
+
+
+@njit(cache=True)
+def csr_rows_times_dense(indptr, indices, data, B, start, scale, out):
+    """``out = V[start : start + len(out)] @ B / scale`` for CSR V (rows
+    ``start`` on), without slicing V (which would copy the rows' values and
+    indices). Each row is accumulated in stored order, as scipy's product,
+    then divided by ``scale``."""
+    rows, cols = out.shape
+    for r in range(rows):
+        for j in range(cols):
+            out[r, j] = 0.0
+        i = start + r
+        for k in range(indptr[i], indptr[i + 1]):
+            v = data[k]
+            c = indices[k]
+            for j in range(cols):
+                out[r, j] += v * B[c, j]
+        for j in range(cols):
+            out[r, j] /= scale

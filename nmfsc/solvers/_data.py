@@ -6,6 +6,7 @@ object for the products below, all of the *normalised* data
 
 =====================================  ==========================================
 ``wtv(W)``, ``vht(H)``                 :math:`W^T \tilde V` (M x T), :math:`\tilde V H^T` (N x M)
+``vht_blocks(H)``                      :math:`\tilde V H^T` by blocks of rows
 ``vv``                                 :math:`\lVert \tilde V \rVert_F^2` (float64)
 ``half_squared_error(W, H)``           :math:`\tfrac12 \lVert \tilde V - W H \rVert_F^2`
 ``divergence_and_quotient(W, H, e, C)``  :math:`\sum \tilde V \log(\tilde V / WH) - \tilde V`
@@ -124,17 +125,21 @@ class DenseData:
     def vht(self, H):
         return self.V @ H.T
 
+    def vht_blocks(self, H):
+        """V H^T as one block: ``(slice(None), V @ H.T)``."""
+        yield slice(None), self.V @ H.T
+
     def mean(self):
         return total(self.V) / self.V.size
 
     def half_squared_error(self, W, H):
         return exact_objective(self.V, W, H, self.wh_buffer())
 
-    def relative_error(self, W, H):
-        """``||V - W H||_F / ||V||_F`` for W in V's units."""
+    def relative_error(self, W, H, W_normalised):
+        """``||V - W H||_F / ||V||_F`` for W in V's units (``W_normalised``: in V / s's)."""
         if self.dtype == np.float64:
             return float(np.linalg.norm(self.raw - W @ H) / np.linalg.norm(self.raw))
-        return float(np.sqrt(2.0 * self.half_squared_error(W / self.scale, H) / self.vv))
+        return float(np.sqrt(2.0 * self.half_squared_error(W_normalised, H) / self.vv))
 
     def new_quotient(self):
         return np.empty_like(self.V)
@@ -184,6 +189,26 @@ class ScaledData:
         out /= self.scale
         return out
 
+    def vht_blocks(self, H):
+        """``(rows, (V H^T)[rows])`` by blocks of about 2^18 entries of V H^T
+        (CSR or mapped V: row slices are cheap); CSC V in one block."""
+        N = self.shape[0]
+        step = max(1, (BLOCK_ENTRIES // 4) // H.shape[0])
+        if self.csc or step >= N:
+            yield slice(None), self.vht(H)
+            return
+        Ht = np.ascontiguousarray(H.T)
+        V = self.raw
+        for start in range(0, N, step):
+            rows = slice(start, min(N, start + step))
+            if self.sparse:  # a Numba kernel: V[rows] would copy the rows' values
+                out = np.empty((rows.stop - start, Ht.shape[1]), dtype=Ht.dtype)
+                _k.csr_rows_times_dense(V.indptr, V.indices, V.data, Ht, start, self.scale, out)
+            else:
+                out = np.asarray(V[rows]) @ Ht
+                out /= self.scale
+            yield rows, out
+
     def mean(self):
         values = self.raw.data if self.sparse else self.raw
         return total(values) / self.scale / (self.shape[0] * self.shape[1])
@@ -212,9 +237,9 @@ class ScaledData:
             result += inner(R, R)
         return 0.5 * result
 
-    def relative_error(self, W, H):
-        """``||V - W H||_F / ||V||_F`` for W in V's units."""
-        return float(np.sqrt(max(0.0, 2.0 * self.half_squared_error(W / self.scale, H) / self.vv)))
+    def relative_error(self, W, H, W_normalised):
+        """``||V - W H||_F / ||V||_F`` (W in V's units, ``W_normalised`` in V / s's)."""
+        return float(np.sqrt(max(0.0, 2.0 * self.half_squared_error(W_normalised, H) / self.vv)))
 
     # --- the divergence products ---------------------------------------------
     def new_quotient(self):

@@ -39,7 +39,7 @@ import warnings
 import numpy as np
 
 from nmfsc._validation import check_data, check_positive_int
-from nmfsc.solvers._data import make_data
+from nmfsc.solvers._data import ScaledData, make_data
 from nmfsc.solvers._result import ConvergenceWarning, IterationState, NMFResult
 from nmfsc.solvers._start import fresh_start, start_description
 from nmfsc.solvers.checkpoint import fingerprint, load_checkpoint, save_checkpoint
@@ -300,16 +300,21 @@ class _Run:
         """The :class:`NMFResult` of the committed iterate, in V's units."""
         state, iteration = self.committed
         s = self.settings
-        W = state["W"] * self.scale
         H = state["H"].copy()
-        relative_error = self.data.relative_error(W, H)
+        if isinstance(self.data, ScaledData):  # no N x T work; spare a copy of a tall W
+            relative_error = self.data.relative_error(None, H, state["W"])
+            W = state["W"]  # the run is over: scaled in place
+            W *= self.scale
+        else:
+            W = state["W"] * self.scale
+            relative_error = self.data.relative_error(W, H, state["W"])
         return NMFResult(
             W=W,
             H=H,
             objective=np.array(self.history),
             times=np.array(self.times),
-            sparseness_W=sparseness_or_nan(W, 0),
-            sparseness_H=sparseness_or_nan(H, 1),
+            sparseness_W=self.sparseness(W, 0),
+            sparseness_H=self.sparseness(H, 1),
             n_iter=iteration,
             converged=stop in ("tol", "step_size"),
             stop_reason=stop,
@@ -325,6 +330,22 @@ class _Run:
             step_sizes=self.steps.step_sizes(state),
             relative_error=relative_error,
         )
+
+    def sparseness(self, X, axis):
+        """:func:`~nmfsc.sparseness.sparseness_or_nan` of X's columns (rows).
+
+        For data that is not dense in memory, a few vectors at a time, so that
+        its temporaries stay small next to a tall W (same values to rounding);
+        dense data keeps the one call (and its bits).
+        """
+        if not isinstance(self.data, ScaledData):
+            return sparseness_or_nan(X, axis)
+        count = X.shape[1 - axis]
+        parts = [
+            sparseness_or_nan(X[:, j : j + 4] if axis == 0 else X[j : j + 4], axis)
+            for j in range(0, count, 4)
+        ]
+        return np.concatenate(parts)
 
 
 def _show_progress(bar, history):

@@ -4,6 +4,9 @@ the base of the steps of the solvers that minimise it."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from nmfsc._kernels import updates as _k
 from nmfsc.solvers._data import EXACT_BELOW, exact_objective, inner
 from nmfsc.solvers._loop import Steps
 
@@ -13,6 +16,7 @@ __all__ = [
     "SquaredErrorSteps",
     "exact_objective",
     "expanded_objective",
+    "multiplicative_w_update",
 ]
 
 
@@ -61,6 +65,34 @@ def expanded_objective(vv, A, X, G, columns, quad=None):
     if quad is None:
         quad = X.T @ X if columns else X @ X.T
     return 0.5 * (vv - 2.0 * inner(A, X) + inner(G, quad))
+
+
+def multiplicative_w_update(data, W, H, HHt, eps):
+    r"""Lee & Seung's :math:`W' = W \odot (V H^T) \oslash (W H H^T + \epsilon)`,
+    and :math:`\langle V H^T, W' \rangle` (for the expanded objective).
+
+    ``data.vht_blocks(H)`` gives V H^T in blocks of rows (one block for dense
+    data, so the operations are those of a single update; blocks of about
+    2^18 entries for CSR data, so that beside W and W' only a block of V H^T
+    and of W H H^T is held). Each block of W' is written over its block of
+    W H H^T (the kernel reads every entry before writing it). W is not
+    modified.
+    """
+    W_new = None
+    unused = np.empty(W.shape[0])
+    cross = 0.0
+    for rows, VHt in data.vht_blocks(H):
+        block = W[rows]
+        out = block @ HHt  # the denominator, overwritten by the update
+        _k.multiplicative_update_into(block, VHt, out, eps, out, unused[rows])
+        cross += inner(VHt, out)
+        if rows == slice(None):
+            W_new = out
+        else:
+            if W_new is None:
+                W_new = np.empty_like(W)
+            W_new[rows] = out
+    return W_new, cross
 
 
 class SquaredErrorSteps(Steps):

@@ -120,8 +120,8 @@ def nndsvd(data, M, variant, rng):
 def fresh_start(steps, settings, scale, shape):
     """The solver's start state for a run that does not resume.
 
-    ``init="random"`` (and ``"custom"``) draws both random factors (so that
-    W_init alone leaves H as it would have been); the NNDSVD variants compute
+    ``init="random"`` draws both random factors (so that W_init alone leaves
+    H as it would have been; ``"custom"`` draws nothing); the NNDSVD variants compute
     them from ``steps.data``. W_init (divided by ``scale``, max(V)) and H_init
     then replace them, the factors take the data's dtype, and
     ``steps.initialize`` applies the solver's own start-up (nmf_sc: the
@@ -129,7 +129,9 @@ def fresh_start(steps, settings, scale, shape):
     :class:`~nmfsc.solvers._settings.LoopSettings`, ``shape`` is (N, M, T).
     """
     init = settings.init
-    if init in ("random", "custom"):
+    if init == "custom":  # both given: nothing to draw
+        W0, H0 = None, None
+    elif init == "random":
         W0, H0 = random_start(settings.random_state, *shape)
     else:
         W0, H0 = nndsvd(steps.data, shape[1], init, _generator(settings.random_state))

@@ -52,9 +52,15 @@ import numpy as np
 from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import updates as _k
 from nmfsc._validation import check_optional_sparseness
+from nmfsc.solvers._data import inner
 from nmfsc.solvers._docs import EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import solve
-from nmfsc.solvers._objective import ColumnGram, SquaredErrorSteps, expanded_objective
+from nmfsc.solvers._objective import (
+    ColumnGram,
+    SquaredErrorSteps,
+    expanded_objective,
+    multiplicative_w_update,
+)
 from nmfsc.solvers._settings import LoopSettings, takes_loop_settings
 from nmfsc.sparseness import l1_for_sparseness
 
@@ -169,13 +175,10 @@ class HoyerSteps(SquaredErrorSteps):
 
     def _w_multiplicative(self, W, H, HHt=None):
         """The multiplicative W update; returns the new W and E(W, H) by the expansion."""
-        VHt = self.data.vht(H)
         HHt = H @ H.T if HHt is None else HHt
-        W_new = np.empty_like(W)
-        _k.multiplicative_update_into(W, VHt, W @ HHt, EPS, W_new, np.empty(W.shape[0]))
-        W = W_new
-        gram = self._w_gram(W)
-        return W, expanded_objective(self.vv, VHt, W, HHt, columns=True, quad=gram)
+        W, cross = multiplicative_w_update(self.data, W, H, HHt, EPS)
+        # expanded_objective(vv, V H^T, W, H H^T, columns=True, quad=W^T W)
+        return W, 0.5 * (self.vv - 2.0 * cross + inner(HHt, self._w_gram(W)))
 
     def _h_projected(self, W, H, mu):
         """The projected gradient H step. Returns the new H (None if no step

@@ -15,7 +15,7 @@ from nmfsc._kernels import updates as _k
 from nmfsc.solvers._data import inner
 from nmfsc.solvers._docs import DIVERGENCE_UNITS, EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import Steps, solve
-from nmfsc.solvers._objective import ColumnGram, SquaredErrorSteps
+from nmfsc.solvers._objective import ColumnGram, SquaredErrorSteps, multiplicative_w_update
 from nmfsc.solvers._settings import LoopSettings, takes_loop_settings
 
 __all__ = ["QuotientSteps", "nmf_divergence", "nmf_euclidean"]
@@ -36,12 +36,11 @@ class EuclideanSteps(SquaredErrorSteps):
         W0, H0 = state["W"], state["H"]
         # New arrays written by the kernels (the state is not modified); the
         # H update also leaves the squared row norms for the rescaling.
-        H, W = np.empty_like(H0), np.empty_like(W0)
-        row_ss, unused = np.empty(H.shape[0]), np.empty(W.shape[0])
+        H = np.empty_like(H0)
+        row_ss = np.empty(H.shape[0])
         _k.multiplicative_update_into(H0, self.data.wtv(W0), self.w_gram(W0) @ H0, EPS, H, row_ss)
-        VHt, HHt = self.data.vht(H), H @ H.T
-        _k.multiplicative_update_into(W0, VHt, W0 @ HHt, EPS, W, unused)
-        cross = inner(VHt, W)
+        HHt = H @ H.T
+        W, cross = multiplicative_w_update(self.data, W0, H, HHt, EPS)  # and <V H^T, W>
         _k.scale_rows_to_unit_l2(H, W, row_ss)
         # The objective of the new (W, H) from the W step's products, without
         # forming W H (see expanded_objective), with the W^T W of the rescaled
