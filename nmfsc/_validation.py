@@ -96,17 +96,97 @@ def check_optional_sparseness(value, name):
     return check_sparseness(value, name)
 
 
-def check_data(V):
-    """``V`` as a float64 array with at least one positive entry, and max(V).
+def _first_position(k, shape):
+    """Row and column of the flat (C order) index k."""
+    row, col = np.unravel_index(k, shape)
+    return f"row {int(row)}, column {int(col)}"
 
-    float32 (or integer) input is accepted and converted: the solvers compute
-    in float64. scipy.sparse input is refused with a TypeError that says to
-    call ``.toarray()`` (the updates are dense anyway).
+
+def _stored_position(V, k):
+    """Row and column of the k-th stored value of a CSR or CSC matrix."""
+    outer = int(np.searchsorted(V.indptr, k, side="right")) - 1
+    inner = int(V.indices[k])
+    row, col = (inner, outer) if V.format == "csc" else (outer, inner)
+    return f"row {row}, column {col}"
+
+
+def _check_values(values, where, what):
+    """NaN, infinity and negative values of ``values`` (the entries of a dense
+    V, or the stored values of a sparse one): a ValueError that counts them and
+    names the first. ``where(k)`` describes the position of flat index k."""
+    lo, hi = values.min(), values.max()  # NaN propagates; no temporaries
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        bad = ~np.isfinite(values)
+        first = int(np.argmax(bad))
+        raise ValueError(
+            f"V contains NaN or infinity ({int(bad.sum())} non-finite {what}, the first "
+            f"at {where(first)}); NMF needs finite V"
+        )
+    if lo < 0:
+        negative = values < 0
+        first = int(np.argmax(negative))
+        raise ValueError(
+            f"V has negative entries; NMF needs V >= 0 ({int(negative.sum())} negative "
+            f"{what}, the first at {where(first)}; min(V) = {float(lo)!r})"
+        )
+    return float(hi)
+
+
+def _check_sparse_data(V):
+    if V.ndim != 2:
+        raise ValueError(f"V must be 2-D, got a sparse array with ndim={V.ndim}")
+    if V.format not in ("csr", "csc"):
+        V = V.tocsr()  # O(nnz): the solvers use CSR or CSC
+    if V.dtype not in (np.float32, np.float64):
+        if not (np.issubdtype(V.dtype, np.number) or V.dtype == np.bool_) or np.iscomplexobj(V):
+            raise TypeError(f"V must be a real numeric array, got dtype {V.dtype}")
+        V = V.astype(np.float64)
+    if V.shape[0] == 0 or V.shape[1] == 0:
+        raise ValueError(f"V is empty (shape {V.shape}); it needs at least one entry")
+    if not V.has_canonical_format:  # duplicates summed, indices sorted
+        V = V.copy()
+        V.sum_duplicates()
+    scale = 0.0
+    if V.nnz:
+        scale = _check_values(V.data, lambda k: _stored_position(V, k), "stored values")
+    return V, scale
+
+
+def _check_dense_data(V):
+    arr = np.asanyarray(V)  # keeps a np.memmap as it is
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.floating)
+        or np.issubdtype(arr.dtype, np.integer)
+        or np.issubdtype(arr.dtype, np.bool_)
+    ):
+        raise TypeError(f"V must be a real numeric array, got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise ValueError(f"V must be 2-D, got an array with ndim={arr.ndim}")
+    if arr.size == 0:
+        raise ValueError(f"V is empty (shape {arr.shape}); it needs at least one entry")
+    if arr.dtype not in (np.float32, np.float64):
+        arr = np.asarray(arr, dtype=np.float64)
+    elif type(arr) not in (np.ndarray, np.memmap):
+        arr = np.asarray(arr)
+    return arr, _check_values(arr, lambda k: _first_position(k, arr.shape), "entries")
+
+
+def check_data(V):
+    """``V`` checked, and max(V): the data of every solver.
+
+    Dense V stays float64 or float32 (other real dtypes become float64), and
+    an ndarray of those dtypes, a np.memmap included, is not copied. scipy.sparse
+    V stays sparse: CSR and CSC as given (other formats become CSR), float32 or
+    float64, duplicates summed. Raises TypeError for non-numeric V and
+    ValueError, counting the offenders and naming the first position, for
+    negative, NaN or infinite values, a V that is not 2-D, empty or all zeros.
+    Rows and columns of zeros are allowed; a masked array is refused.
     """
-    V = as_float_array(V, "V", ndim=2)
-    if np.any(V < 0):
-        raise ValueError(f"V has negative entries; NMF needs V >= 0 (min(V) = {float(V.min())!r})")
-    scale = float(V.max())
+    reject_masked(V, "V")
+    if hasattr(V, "nnz") and hasattr(V, "tocsr"):
+        V, scale = _check_sparse_data(V)
+    else:
+        V, scale = _check_dense_data(V)
     if scale == 0.0:
         raise ValueError(f"V is all zeros (shape {V.shape}); there is nothing to factorize")
     return V, scale

@@ -14,7 +14,12 @@ import inspect
 
 import numpy as np
 
-from nmfsc._validation import as_float_array, check_optional_sparseness, reject_masked
+from nmfsc._validation import (
+    as_float_array,
+    check_data,
+    check_optional_sparseness,
+    reject_masked,
+)
 from nmfsc.solvers.hoyer import fit_coefficients, nmf_sc
 
 __all__ = ["SparseNMF"]
@@ -114,6 +119,9 @@ class SparseNMF(TransformerMixin, BaseEstimator):
     random_state : None, int or numpy.random.Generator, default None
         Seed of the random start (an int makes fit and transform
         reproducible; a Generator is advanced).
+    init : {"random", "nndsvd", "nndsvda", "nndsvdar"}, default "random"
+        The start of ``fit`` (see :func:`nmfsc.nmf_sc`); ``transform``
+        always starts its coefficients from the random draw.
     progress : bool, default False
         Show a tqdm progress bar.
 
@@ -179,6 +187,7 @@ class SparseNMF(TransformerMixin, BaseEstimator):
         max_time=None,
         random_state=None,
         progress=False,
+        init="random",
     ):
         self.n_components = n_components
         self.sparseness_components = sparseness_components
@@ -189,11 +198,13 @@ class SparseNMF(TransformerMixin, BaseEstimator):
         self.max_time = max_time
         self.random_state = random_state
         self.progress = progress
+        self.init = init
 
     # --- tags (scikit-learn) -------------------------------------------------
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.positive_only = True  # NMF: X must be >= 0
+        tags.input_tags.sparse = True  # CSR and CSC, never made dense
         return tags
 
     def _more_tags(self):  # scikit-learn < 1.6
@@ -201,13 +212,19 @@ class SparseNMF(TransformerMixin, BaseEstimator):
 
     # --- input ----------------------------------------------------------------
     def _check_X(self, X, reset):
-        """X as a float array (n_samples, n_features), non-negative."""
+        """X as a float array (n_samples, n_features), non-negative: float64 or
+        float32 (kept), dense or scipy.sparse CSR / CSC (kept sparse)."""
         reject_masked(X, "X")  # scikit-learn's validate_data would drop the mask silently
         if _HAVE_SKLEARN:
-            X = validate_data(self, X, reset=reset, dtype=[np.float64, np.float32])
+            X = validate_data(
+                self, X, reset=reset, dtype=[np.float64, np.float32], accept_sparse=("csr", "csc")
+            )
             check_non_negative(X, f"{type(self).__name__} (input X)")
             return X
-        X = as_float_array(X, "X", ndim=2)
+        if hasattr(X, "nnz") and hasattr(X, "tocsr"):
+            X, _ = check_data(X) if X.nnz else (X, None)
+        else:
+            X = as_float_array(X, "X", ndim=2)
         if reset:
             self.n_features_in_ = X.shape[1]
         elif X.shape[1] != self.n_features_in_:
@@ -262,6 +279,7 @@ class SparseNMF(TransformerMixin, BaseEstimator):
             self.n_components,
             sparseness_w=s_w,
             sparseness_h=s_h,
+            init=self.init,
             **self._loop_options(),
         )
         Z = result.H.T
@@ -269,7 +287,11 @@ class SparseNMF(TransformerMixin, BaseEstimator):
         self.components_ = result.W.T
         self.n_components_ = result.W.shape[1]
         self.n_iter_ = result.n_iter
-        self.reconstruction_err_ = float(np.linalg.norm(X - Z @ self.components_))
+        if hasattr(X, "nnz"):  # ||X|| times the relative error: X @ ... would be dense
+            norm_x = np.sqrt(np.sum(np.square(X.data, dtype=np.float64)))
+            self.reconstruction_err_ = float(result.relative_error * norm_x)
+        else:
+            self.reconstruction_err_ = float(np.linalg.norm(X - Z @ self.components_))
         return Z
 
     def fit(self, X, y=None):
@@ -287,8 +309,9 @@ class SparseNMF(TransformerMixin, BaseEstimator):
         X = self._check_X(X, reset=False)
         s_h = check_optional_sparseness(self.sparseness_coefficients, "sparseness_coefficients")
         self._check_coefficient_samples(X, s_h)
-        if not np.any(X > 0):  # all zeros: the coefficients are zero
-            return np.zeros((X.shape[0], self.n_components_))
+        values = X.data if hasattr(X, "nnz") else X
+        if not np.any(values > 0):  # all zeros: the coefficients are zero
+            return np.zeros((X.shape[0], self.n_components_), dtype=X.dtype)
         result = fit_coefficients(
             X.T,
             self.components_.T,

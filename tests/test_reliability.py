@@ -26,6 +26,7 @@ import pytest
 import nmfsc
 from nmfsc import datasets, scores
 from nmfsc.solvers import CheckpointMismatchError
+from nmfsc.solvers._data import make_data
 from nmfsc.solvers.checkpoint import FORMAT_VERSION, content_digest, load_checkpoint
 from nmfsc.solvers.hoyer import HoyerSteps
 
@@ -379,7 +380,7 @@ def test_format_version_1_is_refused_as_such(tmp_path, saved):
 def test_nan_and_infinite_step_sizes_cannot_hang_the_halving_loop():
     """Straight into the solver's steps: the halving loops end for NaN and inf."""
     rng = np.random.default_rng(0)
-    steps = HoyerSteps(V / V.max(), 3, 0.6, 0.5)
+    steps = HoyerSteps(make_data(V, float(V.max())), 3, 0.6, 0.5)
     state = steps.initialize(np.abs(rng.standard_normal((12, 3))), np.abs(rng.random((3, 15))))
     steps.start(state)
     for mu in (np.nan, np.inf):

@@ -73,7 +73,7 @@ def test_estimator_loop_defaults_are_the_loop_settings_defaults():
 
     params = inspect.signature(nmfsc.SparseNMF).parameters
     shared = set(params) & set(LoopSettings.names())
-    assert shared == {"max_iter", "tol", "window", "max_time", "random_state", "progress"}
+    assert shared == {"max_iter", "tol", "window", "max_time", "random_state", "progress", "init"}
     for name in shared:
         assert params[name].default == getattr(LoopSettings(), name)
 
@@ -97,12 +97,6 @@ BAD_V = [
 def test_bad_data(solver, bad, error, match):
     with pytest.raises(error, match=match):
         solver(bad, 2)
-
-
-def test_scipy_sparse_input_is_refused_with_advice():
-    sparse = pytest.importorskip("scipy.sparse")
-    with pytest.raises(TypeError, match=r"V is a scipy.sparse matrix.*V.toarray\(\)"):
-        nmfsc.nmf_sc(sparse.random(10, 12, density=0.5, format="csr"), 2)
 
 
 BAD_OPTIONS = [
@@ -312,9 +306,18 @@ def test_divergence_history_is_the_divergence_of_the_returned_factors(V):
 
 
 @pytest.mark.parametrize("solver", SOLVERS, ids=SOLVER_IDS)
-def test_float32_input(V, solver):
+def test_float32_input_gives_float32_factors(V, solver):
     a = quiet(solver, V.astype(np.float32), M, random_state=2, max_iter=10)
     b = quiet(solver, V.astype(np.float32).astype(np.float64), M, random_state=2, max_iter=10)
+    assert a.W.dtype == a.H.dtype == np.float32
+    assert b.W.dtype == b.H.dtype == np.float64
+    np.testing.assert_allclose(a.objective, b.objective, rtol=1e-4)
+
+
+@pytest.mark.parametrize("solver", SOLVERS, ids=SOLVER_IDS)
+def test_integer_input_is_float64(V, solver):
+    a = quiet(solver, np.round(10 * V).astype(np.int32), M, random_state=2, max_iter=3)
+    b = quiet(solver, np.round(10 * V), M, random_state=2, max_iter=3)
     assert a.W.dtype == a.H.dtype == np.float64
     np.testing.assert_array_equal(a.W, b.W)
 

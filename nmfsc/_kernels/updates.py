@@ -20,7 +20,8 @@ from numba import njit
 @njit(cache=True, error_model="numpy")
 def multiplicative_update_into(X, num, den, eps, out, row_ss):
     """``out = X * (num / (den + eps))`` (Lee & Seung's Euclidean update,
-    written to a new array), and ``row_ss[i] = sum_j out[i, j]**2`` (for
+    written to a new array or over ``den``: each entry is read before it is
+    written), and ``row_ss[i] = sum_j out[i, j]**2`` (for
     :func:`scale_rows_to_unit_l2`).
 
     The sums of squares run in a second loop over the (cache-warm) rows with
@@ -166,3 +167,86 @@ def quotient(V, WH, eps, C):
         for j in range(cols):
             v = V[i, j]
             C[i, j] = v / (WH[i, j] + eps) if v > 0.0 else 0.0
+
+
+# --------------------------------------------------------------------------
+# Kernels for scipy.sparse data (nmfsc.solvers._data). A CSR matrix is the
+# triple (indptr, indices, data) with the stored values of row o at
+# data[indptr[o]:indptr[o + 1]] and their columns in indices; CSC is the same
+# with rows and columns exchanged. Sums run in float64 whatever the dtype.
+# --------------------------------------------------------------------------
+@njit(cache=True, error_model="numpy")
+def compressed_quotient(indptr, indices, data, scale, A, B, eps, out, with_divergence):
+    """At every stored entry k of a CSR (or CSC) matrix V, with
+    ``y = sum_j A[o, j] * B[indices[k], j]`` (o its row, or column): write
+    ``out[k] = v / (y + eps)`` with ``v = data[k] / scale`` (0 where v = 0),
+    and, if ``with_divergence``, return ``sum(v log(v / y) - v)`` over the
+    entries with v > 0 (else 0.0).
+
+    For CSR, A = W (N x M) and B = H^T (T x M); for CSC, A = H^T and B = W:
+    y is then (W H) at the entry, computed in float64 without forming W H.
+    """
+    n_outer = indptr.shape[0] - 1
+    M = A.shape[1]
+    total = 0.0
+    for o in range(n_outer):
+        acc = 0.0
+        for k in range(indptr[o], indptr[o + 1]):
+            b = indices[k]
+            y = 0.0
+            for j in range(M):
+                y += A[o, j] * B[b, j]
+            v = data[k] / scale
+            if v > 0.0:
+                out[k] = v / (y + eps)
+                if with_divergence:
+                    acc += v * math.log(v / y) - v
+            else:
+                out[k] = 0.0
+        total += acc
+    return total
+
+
+@njit(cache=True)
+def inner_f64(A, B):
+    """``sum(A * B)`` of two 2-D arrays of the same shape, accumulated in
+    float64 (whatever their dtype) with four partial sums per row."""
+    rows, cols = A.shape
+    total = 0.0
+    for i in range(rows):
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        j = 0
+        while j + 4 <= cols:
+            s0 += float(A[i, j]) * float(B[i, j])
+            s1 += float(A[i, j + 1]) * float(B[i, j + 1])
+            s2 += float(A[i, j + 2]) * float(B[i, j + 2])
+            s3 += float(A[i, j + 3]) * float(B[i, j + 3])
+            j += 4
+        while j < cols:
+            s0 += float(A[i, j]) * float(B[i, j])
+            j += 1
+        total += (s0 + s1) + (s2 + s3)
+    return total
+
+
+@njit(cache=True)
+def csr_rows_times_dense(indptr, indices, data, B, start, scale, out):
+    """``out = V[start : start + len(out)] @ B / scale`` for CSR V (rows
+    ``start`` on), without slicing V (which would copy the rows' values and
+    indices). Each row is accumulated in stored order, as scipy's product,
+    then divided by ``scale``."""
+    rows, cols = out.shape
+    for r in range(rows):
+        for j in range(cols):
+            out[r, j] = 0.0
+        i = start + r
+        for k in range(indptr[i], indptr[i + 1]):
+            v = data[k]
+            c = indices[k]
+            for j in range(cols):
+                out[r, j] += v * B[c, j]
+        for j in range(cols):
+            out[r, j] /= scale

@@ -8,7 +8,9 @@ Modules: ``hoyer`` (nmf_sc, Hoyer's sparseness-constrained solver),
 ``standard`` (Lee & Seung's Euclidean and divergence NMF), ``penalized``
 (local and sparse NMF), ``_loop`` (the shared outer loop and stopping rule),
 ``_settings`` (the loop keywords, :class:`LoopSettings`), ``_start`` (the
-random start), ``_objective`` (the Euclidean objective and Gram products),
+random and NNDSVD starts), ``_data`` (the products of dense, sparse or
+memory-mapped V that the updates use), ``_objective`` (the Euclidean
+objective and Gram products),
 ``checkpoint`` (saving and resuming), ``_docs`` (the shared docstring
 sections), ``_result`` (the result and warning). The input checks are in
 :mod:`nmfsc._validation`.

@@ -9,18 +9,32 @@ sections' text; :func:`document` fills them in.
 __all__ = ["DIVERGENCE_UNITS", "EUCLIDEAN_UNITS", "OPTIONS", "document"]
 
 DATA = """\
-    V : array_like, shape (N, T)
-        Non-negative data, one sample per column. float32 (or integer) input is
-        accepted and the computation is in float64; scipy.sparse input is
-        refused (pass ``V.toarray()``). Internally divided by ``max(V)``.
+    V : array_like or scipy.sparse matrix / array, shape (N, T)
+        Non-negative data, one sample per column. float64 and float32 are kept
+        (float32 V gives float32 W and H, products in float32); other dtypes
+        become float64. scipy.sparse CSR and CSC (matrices or arrays; other
+        formats are converted to CSR) are used as they are, never made dense,
+        and so are memory-mapped arrays (``np.load(path, mmap_mode="r")``).
+        Internally divided by ``max(V)`` (for sparse and mapped V inside the
+        products, so without a copy).
     n_components : int
         M, the number of basis vectors (columns of W, rows of H)."""
 
 OPTIONS = """\
+    init : {"random", "nndsvd", "nndsvda", "nndsvdar", "custom"}, default "random"
+        The start. ``"random"``: SPEC's ``|randn|`` draws (the paper's).
+        ``"nndsvd"``: Boutsidis & Gallopoulos' non-negative double SVD of
+        ``V / max(V)`` (exact SVD for dense V up to 10^7 entries, else a
+        randomized one seeded by ``random_state``); its zeros stay zero under
+        multiplicative updates, so ``"nndsvda"`` (zeros filled with the mean
+        of ``V / max(V)``) or ``"nndsvdar"`` (with small random values) suit
+        those better. ``"custom"``: ``W_init`` and ``H_init``, both required.
+        Whatever the start, the solver's own start-up is then applied (nmf_sc
+        projects it onto the constraints, as the paper does its random start).
     W_init, H_init : array_like, shape (N, M) / (M, T), optional
         Starting factors in the units of V (W_init is divided by ``max(V)``).
-        Each replaces its random draw; the solver's own start-up (if any) is
-        then applied as to a random start.
+        Each replaces its random (or NNDSVD) draw; the solver's own start-up
+        (if any) is then applied as to a random start.
     random_state : None, int or numpy.random.Generator
         Seed of the random start ``W = |randn(N, M)|`` then
         ``H = |randn(M, T)|``, drawn from ``numpy.random.default_rng(random_state)``

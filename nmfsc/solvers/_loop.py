@@ -39,6 +39,7 @@ import warnings
 import numpy as np
 
 from nmfsc._validation import check_data, check_positive_int
+from nmfsc.solvers._data import ScaledData, make_data
 from nmfsc.solvers._result import ConvergenceWarning, IterationState, NMFResult
 from nmfsc.solvers._start import fresh_start, start_description
 from nmfsc.solvers.checkpoint import (
@@ -63,9 +64,12 @@ _WARN_HINT = {
 class Steps:
     """Interface of a solver's iteration (subclassed in hoyer.py, standard.py and penalized.py).
 
-    ``V`` is the normalised data (max 1). A *state* is a dict of the arrays and
-    numbers that define an iterate (``"W"``, ``"H"``, C-contiguous float64,
-    and any scalars such as step sizes); it is what a checkpoint stores.
+    ``data`` is the normalised data V / max(V), as an object that gives the
+    products the updates need (:mod:`nmfsc.solvers._data`: dense, sparse or
+    memory-mapped V alike). A *state* is a dict of the arrays and numbers that
+    define an iterate (``"W"``, ``"H"``, C-contiguous, of the data's dtype,
+    float64 or float32, and any scalars such as step sizes); it is what a
+    checkpoint stores.
     """
 
     name = "?"
@@ -74,8 +78,8 @@ class Steps:
     #: The scalar entries of a state besides W and H (step sizes, each > 0).
     state_scalars = ()
 
-    def __init__(self, V, n_components):
-        self.V = V
+    def __init__(self, data, n_components):
+        self.data = data
         self.n_components = n_components
 
     def initialize(self, W, H):
@@ -134,7 +138,8 @@ def _progress_bar(progress, name, total, initial):
 def solve(make_steps, V, n_components, *, solver_params, settings):
     """Validate, start (or resume), iterate until a stop, and build the result.
 
-    ``make_steps(V_normalised, n_components)`` returns the :class:`Steps`.
+    ``make_steps(data, n_components)`` returns the :class:`Steps` (``data``:
+    :func:`nmfsc.solvers._data.make_data` of the checked V).
     ``solver_params`` are the solver's own settings (already validated), saved
     in the result and checked when resuming; ``settings`` are the call's
     :class:`~nmfsc.solvers._settings.LoopSettings`, not yet validated.
@@ -168,7 +173,8 @@ class _Run:
         N, T = V.shape
         self.settings = settings = settings.validated(N, M, T)
         self.V, self.scale = V, scale
-        self.steps = make_steps(V / scale, M)
+        self.data = make_data(V, scale)
+        self.steps = make_steps(self.data, M)
         self.factor = scale**self.steps.objective_power
         self.params = {"n_components": M, **solver_params}
         self.meta = None
@@ -178,7 +184,7 @@ class _Run:
                 "solver": self.steps.name,
                 "params": self.params,
                 "data": fingerprint(V),
-                "start": start_description(settings.random_state, settings.W_init, settings.H_init),
+                "start": start_description(settings),
             }
         self.start_or_resume((N, M, T))
 
@@ -189,7 +195,9 @@ class _Run:
         if self.settings.resume and path.exists():
             N, M, T = shape
             layout = {"W": (N, M), "H": (M, T), **dict.fromkeys(self.steps.state_scalars, ())}
-            state, iteration, self.history, self.times = load_checkpoint(path, self.meta, layout)
+            state, iteration, self.history, self.times = load_checkpoint(
+                path, self.meta, layout, dtype=self.data.dtype
+            )
             self.steps.start(state)
         else:
             state = fresh_start(self.steps, self.settings, self.scale, shape)
@@ -302,17 +310,21 @@ class _Run:
         """The :class:`NMFResult` of the committed iterate, in V's units."""
         state, iteration = self.committed
         s = self.settings
-        W = state["W"] * self.scale
         H = state["H"].copy()
-        norm_v = np.linalg.norm(self.V)
-        relative_error = float(np.linalg.norm(self.V - W @ H) / norm_v)
+        if isinstance(self.data, ScaledData):  # no N x T work; spare a copy of a tall W
+            relative_error = self.data.relative_error(None, H, state["W"])
+            W = state["W"]  # the run is over: scaled in place
+            W *= self.scale
+        else:
+            W = state["W"] * self.scale
+            relative_error = self.data.relative_error(W, H, state["W"])
         return NMFResult(
             W=W,
             H=H,
             objective=np.array(self.history),
             times=np.array(self.times),
-            sparseness_W=sparseness_or_nan(W, 0),
-            sparseness_H=sparseness_or_nan(H, 1),
+            sparseness_W=self.sparseness(W, 0),
+            sparseness_H=self.sparseness(H, 1),
             n_iter=iteration,
             converged=stop in ("tol", "step_size"),
             stop_reason=stop,
@@ -328,6 +340,22 @@ class _Run:
             step_sizes=self.steps.step_sizes(state),
             relative_error=relative_error,
         )
+
+    def sparseness(self, X, axis):
+        """:func:`~nmfsc.sparseness.sparseness_or_nan` of X's columns (rows).
+
+        For data that is not dense in memory, a few vectors at a time, so that
+        its temporaries stay small next to a tall W (same values to rounding);
+        dense data keeps the one call (and its bits).
+        """
+        if not isinstance(self.data, ScaledData):
+            return sparseness_or_nan(X, axis)
+        count = X.shape[1 - axis]
+        parts = [
+            sparseness_or_nan(X[:, j : j + 4] if axis == 0 else X[j : j + 4], axis)
+            for j in range(0, count, 4)
+        ]
+        return np.concatenate(parts)
 
 
 def _show_progress(bar, history):

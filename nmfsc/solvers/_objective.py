@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from nmfsc._kernels import updates as _k
+from nmfsc.solvers._data import EXACT_BELOW, exact_objective, inner
 from nmfsc.solvers._loop import Steps
 
 __all__ = [
@@ -15,13 +16,8 @@ __all__ = [
     "SquaredErrorSteps",
     "exact_objective",
     "expanded_objective",
+    "multiplicative_w_update",
 ]
-
-
-#: The objective recorded after an iteration comes from the expansion below
-#: unless it is smaller than this fraction of ||V||^2; then it is recomputed
-#: exactly (see :func:`expanded_objective`).
-EXACT_BELOW = 1e-4
 
 
 class ColumnGram:
@@ -62,36 +58,60 @@ def expanded_objective(vv, A, X, G, columns, quad=None):
     that over E. Callers that record it recompute E exactly when it is below
     ``EXACT_BELOW * vv``, which bounds the relative error of every recorded
     objective by about 1e-11. ``quad`` is ``W^T W`` (``H H^T``) if the caller
-    has it.
+    has it. The two inner products are accumulated in float64 whatever the
+    dtype (:func:`nmfsc.solvers._data.inner`), so that float32 factors keep
+    a meaningful objective.
     """
     if quad is None:
         quad = X.T @ X if columns else X @ X.T
-    return 0.5 * (vv - 2.0 * float(np.vdot(A, X)) + float(np.vdot(G, quad)))
+    return 0.5 * (vv - 2.0 * inner(A, X) + inner(G, quad))
 
 
-def exact_objective(V, W, H, WH):
-    """``0.5 ||V - W H||_F^2`` computed from ``W @ H``, written into the buffer ``WH``."""
-    np.matmul(W, H, out=WH)
-    return _k.half_squared_residual(V, WH)
+def multiplicative_w_update(data, W, H, HHt, eps):
+    r"""Lee & Seung's :math:`W' = W \odot (V H^T) \oslash (W H H^T + \epsilon)`,
+    and :math:`\langle V H^T, W' \rangle` (for the expanded objective).
+
+    ``data.vht_blocks(H)`` gives V H^T in blocks of rows (one block for dense
+    data, so the operations are those of a single update; blocks of about
+    2^18 entries for CSR data, so that beside W and W' only a block of V H^T
+    and of W H H^T is held). Each block of W' is written over its block of
+    W H H^T (the kernel reads every entry before writing it). W is not
+    modified.
+    """
+    W_new = None
+    unused = np.empty(W.shape[0])
+    cross = 0.0
+    for rows, VHt in data.vht_blocks(H):
+        block = W[rows]
+        out = block @ HHt  # the denominator, overwritten by the update
+        _k.multiplicative_update_into(block, VHt, out, eps, out, unused[rows])
+        cross += inner(VHt, out)
+        if rows == slice(None):
+            W_new = out
+        else:
+            if W_new is None:
+                W_new = np.empty_like(W)
+            W_new[rows] = out
+    return W_new, cross
 
 
 class SquaredErrorSteps(Steps):
     """The iteration of a solver whose objective is ``E = 0.5 ||V - W H||_F^2``
-    (nmf_sc and Euclidean NMF): ||V||^2 and a W H buffer, kept for evaluating E."""
+    (nmf_sc and Euclidean NMF): ||V||^2, kept for evaluating E."""
 
     objective_power = 2
 
-    def __init__(self, V, n_components):
-        super().__init__(V, n_components)
-        self.vv = float(np.vdot(V, V))
-        self.WH = np.empty_like(V)
+    def __init__(self, data, n_components):
+        super().__init__(data, n_components)
+        self.vv = data.vv
 
     def start(self, state):
         return self.objective(state["W"], state["H"])
 
     def objective(self, W, H):
-        """E(W, H) computed exactly, from W H."""
-        return exact_objective(self.V, W, H, self.WH)
+        """E(W, H) computed exactly: from W H for dense data, see
+        :class:`nmfsc.solvers._data.ScaledData` for sparse or mapped data."""
+        return self.data.half_squared_error(W, H)
 
     def recorded(self, energy, W, H):
         """The objective to record for (W, H): ``energy``, its value by the

@@ -1,6 +1,6 @@
 """The loop settings every solver takes: defined, documented and validated once.
 
-The thirteen loop keywords are the fields of :class:`LoopSettings` (names,
+The fourteen loop keywords are the fields of :class:`LoopSettings` (names,
 order, defaults) and nowhere else; their documentation is
 :data:`nmfsc.solvers._docs.OPTIONS`. A public solver is written
 ``def solver(V, n_components, *, <its own keywords>, **loop)`` and decorated
@@ -22,12 +22,14 @@ from pathlib import Path
 
 from nmfsc._validation import check_factor, check_nonneg_real, check_positive_int
 from nmfsc.solvers._docs import OPTIONS
+from nmfsc.solvers._start import INITS
 
 __all__ = ["LoopSettings", "takes_loop_settings"]
 
 
 @dataclasses.dataclass(frozen=True)
 class LoopSettings:
+    init: str = "random"
     W_init: object = None
     H_init: object = None
     random_state: object = None
@@ -62,10 +64,17 @@ class LoopSettings:
     def validated(self, N, M, T):
         """The settings checked and converted, for data N x T and M components.
 
-        W_init and H_init become float64 arrays (shapes (N, M), (M, T)),
-        max_iter an int, tol and the times floats, checkpoint a Path (or None).
+        init must be one of :data:`~nmfsc.solvers._start.INITS` ("custom"
+        needs both W_init and H_init); W_init and H_init become float64
+        arrays (shapes (N, M), (M, T)), max_iter an int, tol and the times
+        floats, checkpoint a Path (or None).
         Raises TypeError or ValueError naming the offending keyword.
         """
+        if not isinstance(self.init, str) or self.init not in INITS:
+            allowed = ", ".join(map(repr, INITS))
+            raise ValueError(f"init must be one of {allowed}, got {self.init!r}")
+        if self.init == "custom" and (self.W_init is None or self.H_init is None):
+            raise ValueError("init='custom' needs both W_init and H_init")
         W_init = check_factor(self.W_init, "W_init", (N, M))
         H_init = check_factor(self.H_init, "H_init", (M, T))
         max_iter = self.max_iter

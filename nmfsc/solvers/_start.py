@@ -1,13 +1,51 @@
-"""Where a run starts: SPEC's random start, replaced by W_init / H_init where
-given, and the description of that start that a checkpoint is matched on."""
+r"""Where a run starts: SPEC's random start or an SVD-based start (NNDSVD),
+replaced by W_init / H_init where given, and the description of that start
+that a checkpoint is matched on.
+
+NNDSVD (Boutsidis & Gallopoulos 2008), in the paper's orientation
+(:math:`\tilde V \approx W H`, :math:`\tilde V = V / \max V` N x T): from the
+M leading singular triplets :math:`(\sigma_j, u_j, v_j)` of :math:`\tilde V`,
+:math:`W_{:,1} = \sqrt{\sigma_1} |u_1|`, :math:`H_{1,:} = \sqrt{\sigma_1} |v_1|`,
+and for j > 1 the larger (by :math:`\lVert x_+\rVert \lVert y_+\rVert` against
+:math:`\lVert x_-\rVert \lVert y_-\rVert`) of the positive and negative parts
+of :math:`(u_j, v_j)`, normalised and scaled by
+:math:`\sqrt{\sigma_j \lVert x\rVert \lVert y\rVert}`; entries below 1e-6 are
+set to 0. ``"nndsvda"`` fills those zeros with the mean of
+:math:`\tilde V`, ``"nndsvdar"`` with :math:`|\mathrm{mean} \cdot n| / 100`,
+n standard normal. This follows scikit-learn's ``_initialize_nmf``
+(transposed). The SVD is LAPACK's for dense data with at most
+``FULL_SVD_ENTRIES`` entries; otherwise (sparse, memory-mapped or larger
+data) a randomized range finder (Halko, Martinsson & Tropp 2011: M + 10
+Gaussian probes, 4 power iterations with QR re-orthonormalisation) that
+touches V only through the data object's products, so V is never copied or
+made dense.
+"""
 
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 
 from nmfsc.solvers.checkpoint import array_digest
 
-__all__ = ["fresh_start", "random_start", "start_description"]
+__all__ = ["INITS", "fresh_start", "nndsvd", "random_start", "start_description"]
+
+#: The accepted values of ``init``.
+INITS = ("random", "nndsvd", "nndsvda", "nndsvdar", "custom")
+#: Dense data with at most this many entries gets an exact SVD.
+FULL_SVD_ENTRIES = 10_000_000
+#: Entries of an NNDSVD factor below this are set to 0 (as scikit-learn).
+NNDSVD_ZERO = 1e-6
+
+
+def _generator(random_state):
+    try:
+        return np.random.default_rng(random_state)
+    except (TypeError, ValueError) as err:
+        raise type(err)(
+            "random_state must be None, a non-negative int or a numpy.random.Generator, "
+            f"got {random_state!r} ({err})"
+        ) from None
 
 
 def random_start(random_state, N, M, T):
@@ -16,41 +54,107 @@ def random_start(random_state, N, M, T):
     ``random_state`` is anything :func:`numpy.random.default_rng` takes: None,
     an int (or a SeedSequence) or a Generator (which is advanced).
     """
-    try:
-        rng = np.random.default_rng(random_state)
-    except (TypeError, ValueError) as err:
-        raise type(err)(
-            "random_state must be None, a non-negative int or a numpy.random.Generator, "
-            f"got {random_state!r} ({err})"
-        ) from None
+    rng = _generator(random_state)
     W = np.abs(rng.standard_normal((N, M)))
     H = np.abs(rng.standard_normal((M, T)))
+    return W, H
+
+
+def _leading_svd(data, M, rng):
+    """U (N x M), s (M,), Vt (M x T) of the normalised data (module docstring)."""
+    N, T = data.shape
+    dense = getattr(data, "V", None)  # in-memory dense data only
+    if dense is not None and N * T <= FULL_SVD_ENTRIES:
+        U, s, Vt = scipy.linalg.svd(np.asarray(dense, dtype=np.float64), full_matrices=False)
+        return U[:, :M], s[:M], Vt[:M]
+
+    def orthonormal(X):  # products in the data's dtype, QR in float64
+        return np.linalg.qr(np.asarray(X, dtype=np.float64))[0].astype(data.dtype)
+
+    probes = min(M + 10, N, T)
+    Q = orthonormal(data.vht(rng.standard_normal((probes, T)).astype(data.dtype)))
+    for _ in range(4):
+        Z = orthonormal(data.wtv(Q).T)  # T x probes
+        Q = orthonormal(data.vht(np.ascontiguousarray(Z.T)))  # N x probes
+    B = np.asarray(data.wtv(Q), dtype=np.float64)  # probes x T
+    Ub, s, Vt = scipy.linalg.svd(B, full_matrices=False)
+    return (Q.astype(np.float64) @ Ub)[:, :M], s[:M], Vt[:M]
+
+
+def nndsvd(data, M, variant, rng):
+    """The NNDSVD start (``variant`` "nndsvd", "nndsvda" or "nndsvdar") of the
+    normalised data, as float64 W (N x M) and H (M x T)."""
+    N, T = data.shape
+    if M > min(N, T):
+        raise ValueError(
+            f"init={variant!r} needs n_components <= min(N, T) = {min(N, T)}, got {M}; "
+            "use init='random'"
+        )
+    U, s, Vt = _leading_svd(data, M, rng)
+    W, H = np.zeros((N, M)), np.zeros((M, T))
+    W[:, 0] = np.sqrt(s[0]) * np.abs(U[:, 0])
+    H[0] = np.sqrt(s[0]) * np.abs(Vt[0])
+    for j in range(1, M):
+        x, y = U[:, j], Vt[j]
+        parts = [(np.maximum(x, 0), np.maximum(y, 0)), (np.maximum(-x, 0), np.maximum(-y, 0))]
+        norms = [(np.linalg.norm(a), np.linalg.norm(b)) for a, b in parts]
+        pick = 0 if norms[0][0] * norms[0][1] > norms[1][0] * norms[1][1] else 1
+        (a, b), (na, nb) = parts[pick], norms[pick]
+        if na * nb > 0:
+            scale = np.sqrt(s[j] * na * nb)
+            W[:, j] = scale * a / na
+            H[j] = scale * b / nb
+    W[W < NNDSVD_ZERO] = 0.0
+    H[H < NNDSVD_ZERO] = 0.0
+    if variant == "nndsvda":
+        avg = data.mean()
+        W[W == 0] = avg
+        H[H == 0] = avg
+    elif variant == "nndsvdar":
+        avg = data.mean()
+        W[W == 0] = np.abs(avg * rng.standard_normal(int(np.sum(W == 0))) / 100)
+        H[H == 0] = np.abs(avg * rng.standard_normal(int(np.sum(H == 0))) / 100)
     return W, H
 
 
 def fresh_start(steps, settings, scale, shape):
     """The solver's start state for a run that does not resume.
 
-    Both random factors are drawn (so that W_init alone leaves H as it would
-    have been); W_init (divided by ``scale``, max(V)) and H_init replace them,
-    and ``steps.initialize`` applies the solver's own start-up. ``settings``
-    are validated :class:`~nmfsc.solvers._settings.LoopSettings`, ``shape``
-    is (N, M, T).
+    ``init="random"`` draws both random factors (so that W_init alone leaves
+    H as it would have been; ``"custom"`` draws nothing); the NNDSVD variants compute
+    them from ``steps.data``. W_init (divided by ``scale``, max(V)) and H_init
+    then replace them, the factors take the data's dtype, and
+    ``steps.initialize`` applies the solver's own start-up (nmf_sc: the
+    projection onto the constraints). ``settings`` are validated
+    :class:`~nmfsc.solvers._settings.LoopSettings`, ``shape`` is (N, M, T).
     """
-    W0, H0 = random_start(settings.random_state, *shape)
+    init = settings.init
+    if init == "custom":  # both given: nothing to draw
+        W0, H0 = None, None
+    elif init == "random":
+        W0, H0 = random_start(settings.random_state, *shape)
+    else:
+        W0, H0 = nndsvd(steps.data, shape[1], init, _generator(settings.random_state))
     if settings.W_init is not None:
         W0 = settings.W_init / scale
     if settings.H_init is not None:
         H0 = settings.H_init.copy()
-    return steps.initialize(np.ascontiguousarray(W0), np.ascontiguousarray(H0))
+    dtype = steps.data.dtype
+    W0 = np.ascontiguousarray(W0, dtype=dtype)
+    H0 = np.ascontiguousarray(H0, dtype=dtype)
+    return steps.initialize(W0, H0)
 
 
-def start_description(random_state, W_init, H_init):
+def start_description(settings):
     """What determines the start, for checkpoint matching (None: not comparable)."""
+    random_state, W_init, H_init = settings.random_state, settings.W_init, settings.H_init
     seed = None
     if W_init is None or H_init is None:
         if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
             seed = int(random_state)
         else:
             return None
-    return {"seed": seed, "W_init": array_digest(W_init), "H_init": array_digest(H_init)}
+    description = {"seed": seed, "W_init": array_digest(W_init), "H_init": array_digest(H_init)}
+    if settings.init not in ("random", "custom"):
+        description["init"] = settings.init
+    return description

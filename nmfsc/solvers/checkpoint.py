@@ -62,7 +62,16 @@ class CheckpointMismatchError(ValueError):
 
 
 def fingerprint(V):
-    """``"NxT:sha256"`` of a float64 array's bytes (C order)."""
+    """``"NxT:sha256"`` of a float64 array's bytes (C order); for scipy.sparse
+    V, of its canonical CSR form (values as float64, column indices and row
+    pointers as int64), so that CSR and CSC of the same matrix agree."""
+    if hasattr(V, "nnz") and hasattr(V, "tocsr"):
+        csr = V.tocsr()
+        digest = hashlib.sha256(b"csr")
+        parts = ((csr.data, np.float64), (csr.indices, np.int64), (csr.indptr, np.int64))
+        for part, dtype in parts:
+            digest.update(np.ascontiguousarray(part, dtype=dtype).data)
+        return f"{V.shape[0]}x{V.shape[1]}:{digest.hexdigest()}"
     V = np.ascontiguousarray(V, dtype=np.float64)
     digest = hashlib.sha256(V.data).hexdigest()
     return f"{V.shape[0]}x{V.shape[1]}:{digest}"
@@ -134,11 +143,12 @@ def save_checkpoint(path, *, state, meta, iteration, objective, times):
         np.savez(handle, **arrays)
 
 
-def load_checkpoint(path, meta, layout):
+def load_checkpoint(path, meta, layout, dtype=np.float64):
     """Read a checkpoint, check it against ``meta`` (the current call's) and validate it.
 
     ``layout`` maps each state entry the solver needs to its shape: ``(N, M)``
-    for ``"W"``, ``(M, T)`` for ``"H"``, ``()`` for a step size.
+    for ``"W"``, ``(M, T)`` for ``"H"``, ``()`` for a step size; ``dtype`` is the
+    run's factor dtype (float64, or float32 for float32 data).
 
     Returns ``(state, iteration, objective, times)``. Raises ValueError naming
     the file and the problem when it cannot be read, has another format
@@ -158,7 +168,7 @@ def load_checkpoint(path, meta, layout):
     _check_state_entries(path, arrays, layout)
     iteration = _check_histories(path, arrays)
     for key, shape in layout.items():
-        _check_state_entry(path, key, arrays[f"state_{key}"], shape)
+        _check_state_entry(path, key, arrays[f"state_{key}"], shape, dtype)
     if str(arrays["digest"]) != content_digest(arrays):
         _refuse(
             path,
@@ -257,12 +267,14 @@ def _check_histories(path, arrays):
     return iteration
 
 
-def _check_state_entry(path, key, value, shape):
-    """A factor: float64 of ``shape``, finite, >= 0. A step size: one finite float > 0."""
-    if value.dtype != np.float64 or value.shape != shape:
+def _check_state_entry(path, key, value, shape, dtype):
+    """A factor: ``dtype`` (the run's) of ``shape``, finite, >= 0. A step size:
+    one finite float64 > 0."""
+    dtype = np.dtype(np.float64 if shape == () else dtype)
+    if value.dtype != dtype or value.shape != shape:
         _refuse(
             path,
-            f"is damaged: {key} must be float64 of shape {shape}, got {value.dtype} of "
+            f"is damaged: {key} must be {dtype} of shape {shape}, got {value.dtype} of "
             f"shape {value.shape}",
         )
     if not np.all(np.isfinite(value)):

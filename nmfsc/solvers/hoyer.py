@@ -52,9 +52,15 @@ import numpy as np
 from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import updates as _k
 from nmfsc._validation import check_optional_sparseness
+from nmfsc.solvers._data import inner
 from nmfsc.solvers._docs import EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import solve
-from nmfsc.solvers._objective import ColumnGram, SquaredErrorSteps, expanded_objective
+from nmfsc.solvers._objective import (
+    ColumnGram,
+    SquaredErrorSteps,
+    expanded_objective,
+    multiplicative_w_update,
+)
 from nmfsc.solvers._settings import LoopSettings, takes_loop_settings
 from nmfsc.sparseness import l1_for_sparseness
 
@@ -68,9 +74,9 @@ EPS = 1e-9
 class _Projector:
     """Projects every row of an (count x n) array in one kernel call, reusing buffers."""
 
-    def __init__(self, count, n, l1_unit):
+    def __init__(self, count, n, l1_unit, dtype=np.float64):
         self.l1_unit = l1_unit
-        self.out = np.empty((count, n))
+        self.out = np.empty((count, n), dtype=dtype)
         self.status = np.zeros(count, dtype=np.int64)
         self.passes = np.zeros(count, dtype=np.int64)
         self.ones = np.ones(count)
@@ -80,7 +86,9 @@ class _Projector:
         """Project the rows of contiguous X onto L2 = l2 (default 1), L1 = l1_unit * l2.
 
         Returns the projected rows (a buffer: copy before the next call), or
-        None if some row is not finite.
+        None if some row is not finite. The kernel computes in float64 per
+        row; with float32 rows it writes float32 results (the targets then
+        hold to float32's precision).
         """
         l2 = self.ones if l2 is None else l2
         l1 = self.l1_unit * l2
@@ -98,18 +106,17 @@ class HoyerSteps(SquaredErrorSteps):
     name = "nmf_sc"
     state_scalars = ("mu_W", "mu_H")
 
-    def __init__(self, V, n_components, sparseness_w, sparseness_h):
-        super().__init__(V, n_components)
-        N, T = V.shape
+    def __init__(self, data, n_components, sparseness_w, sparseness_h):
+        super().__init__(data, n_components)
+        N, T = data.shape
         M = n_components
         self.s_w = sparseness_w
         self.s_h = sparseness_h
-        self.proj_h = (
-            None if sparseness_h is None else _Projector(M, T, l1_for_sparseness(sparseness_h, T))
-        )
-        self.proj_w = (
-            None if sparseness_w is None else _Projector(M, N, l1_for_sparseness(sparseness_w, N))
-        )
+        self.proj_h = self.proj_w = None
+        if sparseness_h is not None:
+            self.proj_h = _Projector(M, T, l1_for_sparseness(sparseness_h, T), data.dtype)
+        if sparseness_w is not None:
+            self.proj_w = _Projector(M, N, l1_for_sparseness(sparseness_w, N), data.dtype)
         self._w_gram = ColumnGram()  # W^T W, computed once per W array
 
     # --- start ------------------------------------------------------------
@@ -158,7 +165,7 @@ class HoyerSteps(SquaredErrorSteps):
     def _h_multiplicative(self, W, H, rescale=True):
         """The multiplicative H update; with ``rescale`` (nmf_sc) rows of H are
         then scaled to unit L2 norm and W's columns take the norms."""
-        WtV = W.T @ self.V
+        WtV = self.data.wtv(W)
         WtW = self._w_gram(W)
         H_new, row_ss = np.empty_like(H), np.empty(H.shape[0])
         _k.multiplicative_update_into(H, WtV, WtW @ H, EPS, H_new, row_ss)
@@ -169,19 +176,16 @@ class HoyerSteps(SquaredErrorSteps):
 
     def _w_multiplicative(self, W, H, HHt=None):
         """The multiplicative W update; returns the new W and E(W, H) by the expansion."""
-        VHt = self.V @ H.T
         HHt = H @ H.T if HHt is None else HHt
-        W_new = np.empty_like(W)
-        _k.multiplicative_update_into(W, VHt, W @ HHt, EPS, W_new, np.empty(W.shape[0]))
-        W = W_new
-        gram = self._w_gram(W)
-        return W, expanded_objective(self.vv, VHt, W, HHt, columns=True, quad=gram)
+        W, cross = multiplicative_w_update(self.data, W, H, HHt, EPS)
+        # expanded_objective(vv, V H^T, W, H H^T, columns=True, quad=W^T W)
+        return W, 0.5 * (self.vv - 2.0 * cross + inner(HHt, self._w_gram(W)))
 
     def _h_projected(self, W, H, mu):
         """The projected gradient H step. Returns the new H (None if no step
         size gives descent), the new step size, E(W, H) by the expansion, and
         H H^T of the new H (which the W step needs too)."""
-        WtV = W.T @ self.V
+        WtV = self.data.wtv(W)
         WtW = self._w_gram(W)
 
         def energy(X, quad=None):
@@ -204,7 +208,7 @@ class HoyerSteps(SquaredErrorSteps):
                 return None, mu, before, None
 
     def _w_projected(self, W, H, mu, HHt=None):
-        VHt = self.V @ H.T
+        VHt = self.data.vht(H)
         HHt = H @ H.T if HHt is None else HHt
 
         def energy(X, quad=None):
@@ -217,7 +221,7 @@ class HoyerSteps(SquaredErrorSteps):
             np.multiply(dW, mu, out=trial)
             np.subtract(W, trial, out=trial)
             columns = np.ascontiguousarray(trial.T)
-            norms = np.sqrt(np.einsum("ij,ij->i", columns, columns))
+            norms = np.sqrt(np.einsum("ij,ij->i", columns, columns)).astype(np.float64)
             if np.all(norms > 0) and np.all(np.isfinite(norms)):
                 projected = self.proj_w.rows(columns, norms)
                 if projected is not None:
@@ -242,8 +246,8 @@ class CoefficientSteps(HoyerSteps):
 
     name = "nmf_sc (coefficients, W fixed)"
 
-    def __init__(self, V, n_components, sparseness_h):
-        super().__init__(V, n_components, None, sparseness_h)
+    def __init__(self, data, n_components, sparseness_h):
+        super().__init__(data, n_components, None, sparseness_h)
 
     def step(self, state):
         W, H = state["W"], state["H"]

@@ -13,6 +13,7 @@ import numpy as np
 
 from nmfsc._kernels import updates as _k
 from nmfsc._validation import check_nonneg_real
+from nmfsc.solvers._data import inner, total
 from nmfsc.solvers._docs import DIVERGENCE_UNITS, document
 from nmfsc.solvers._loop import solve
 from nmfsc.solvers._settings import LoopSettings, takes_loop_settings
@@ -38,20 +39,20 @@ class LocalSteps(UnitSumSteps):
 
     name = "local_nmf"
 
-    def __init__(self, V, n_components, alpha, beta):
-        super().__init__(V, n_components)
+    def __init__(self, data, n_components, alpha, beta):
+        super().__init__(data, n_components)
         self.alpha = alpha
         self.beta = beta
 
     def penalty(self, W, H):
-        return self.alpha * float(np.sum(W.T @ W)) - self.beta * float(np.vdot(H, H))
+        return self.alpha * total(W.T @ W) - self.beta * inner(H, H)
 
     def step(self, state):
         W, H = state["W"].copy(), state["H"].copy()
         C = self.C  # one quotient per iteration, from the current iterate
-        _k.sqrt_update(H, W.T @ C)
+        _k.sqrt_update(H, self.data.wtc(W, C))
         # D_ij = sum_k W_ik + sum_t H_jt, with the new H
-        _k.outer_sum_update(W, C @ H.T, W.sum(axis=1), H.sum(axis=1))
+        _k.outer_sum_update(W, self.data.cht(C, H), W.sum(axis=1), H.sum(axis=1))
         _k.normalize_columns_to_unit_sum(W)
         return {"W": W, "H": H}, self._evaluate(W, H), None
 
@@ -61,19 +62,19 @@ class LiuSparseSteps(UnitSumSteps):
 
     name = "sparse_nmf"
 
-    def __init__(self, V, n_components, alpha):
-        super().__init__(V, n_components)
+    def __init__(self, data, n_components, alpha):
+        super().__init__(data, n_components)
         self.alpha = alpha
         self.one_plus_alpha = np.full(n_components, 1.0 + alpha)
 
     def penalty(self, W, H):
-        return self.alpha * float(np.sum(H))
+        return self.alpha * total(H)
 
     def step(self, state):
         W, H = state["W"].copy(), state["H"].copy()
         C = self.C  # one quotient per iteration, from the current iterate
-        _k.outer_sum_update(H, W.T @ C, self.one_plus_alpha, self.zeros_t)
-        _k.outer_sum_update(W, C @ H.T, self.zeros_n, H.sum(axis=1))
+        _k.outer_sum_update(H, self.data.wtc(W, C), self.one_plus_alpha, self.zeros_t)
+        _k.outer_sum_update(W, self.data.cht(C, H), self.zeros_n, H.sum(axis=1))
         _k.normalize_columns_to_unit_sum(W)
         return {"W": W, "H": H}, self._evaluate(W, H), None
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from nmfsc._kernels import updates as _k
+from nmfsc.solvers._data import inner
 from nmfsc.solvers._docs import DIVERGENCE_UNITS, EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import Steps, solve
-from nmfsc.solvers._objective import ColumnGram, SquaredErrorSteps
+from nmfsc.solvers._objective import ColumnGram, SquaredErrorSteps, multiplicative_w_update
 from nmfsc.solvers._settings import LoopSettings, takes_loop_settings
 
 __all__ = ["QuotientSteps", "nmf_divergence", "nmf_euclidean"]
@@ -27,20 +28,19 @@ class EuclideanSteps(SquaredErrorSteps):
 
     name = "nmf_euclidean"
 
-    def __init__(self, V, n_components):
-        super().__init__(V, n_components)
+    def __init__(self, data, n_components):
+        super().__init__(data, n_components)
         self.w_gram = ColumnGram()  # W^T W, computed once per W array
 
     def step(self, state):
         W0, H0 = state["W"], state["H"]
         # New arrays written by the kernels (the state is not modified); the
         # H update also leaves the squared row norms for the rescaling.
-        H, W = np.empty_like(H0), np.empty_like(W0)
-        row_ss, unused = np.empty(H.shape[0]), np.empty(W.shape[0])
-        _k.multiplicative_update_into(H0, W0.T @ self.V, self.w_gram(W0) @ H0, EPS, H, row_ss)
-        VHt, HHt = self.V @ H.T, H @ H.T
-        _k.multiplicative_update_into(W0, VHt, W0 @ HHt, EPS, W, unused)
-        cross = float(np.vdot(VHt, W))
+        H = np.empty_like(H0)
+        row_ss = np.empty(H.shape[0])
+        _k.multiplicative_update_into(H0, self.data.wtv(W0), self.w_gram(W0) @ H0, EPS, H, row_ss)
+        HHt = H @ H.T
+        W, cross = multiplicative_w_update(self.data, W0, H, HHt, EPS)  # and <V H^T, W>
         _k.scale_rows_to_unit_l2(H, W, row_ss)
         # The objective of the new (W, H) from the W step's products, without
         # forming W H (see expanded_objective), with the W^T W of the rescaled
@@ -50,7 +50,7 @@ class EuclideanSteps(SquaredErrorSteps):
         norms = np.sqrt(row_ss)
         norms[norms == 0.0] = 1.0  # a zero row of H was not rescaled
         quad = self.w_gram(W) * (1.0 / norms)[:, None] * (1.0 / norms)[None, :]
-        energy = 0.5 * (self.vv - 2.0 * cross + float(np.vdot(HHt, quad)))
+        energy = 0.5 * (self.vv - 2.0 * cross + inner(HHt, quad))
         return {"W": W, "H": H}, self.recorded(energy, W, H), None
 
 
@@ -67,12 +67,11 @@ class QuotientSteps(Steps):
     #: eps in C = V / (W H + eps)
     quotient_eps = EPS
 
-    def __init__(self, V, n_components):
-        super().__init__(V, n_components)
-        N, T = V.shape
-        self.WH = np.empty_like(V)
-        self.C = np.empty_like(V)
-        self.scratch = np.empty_like(V)
+    def __init__(self, data, n_components):
+        super().__init__(data, n_components)
+        N, T = data.shape
+        self.C = data.new_quotient()
+        self.scratch = data.new_quotient()
         self.zeros_n = np.zeros(N)
         self.zeros_m = np.zeros(n_components)
         self.zeros_t = np.zeros(T)
@@ -82,8 +81,7 @@ class QuotientSteps(Steps):
 
     def _evaluate(self, W, H):
         """Objective of (W, H); leaves C = V / (W H + eps) in self.C."""
-        np.matmul(W, H, out=self.WH)
-        divergence = _k.divergence_and_quotient(self.V, self.WH, self.quotient_eps, self.C)
+        divergence = self.data.divergence_and_quotient(W, H, self.quotient_eps, self.C)
         return divergence + self.penalty(W, H)
 
     def penalty(self, W, H):
@@ -98,11 +96,10 @@ class DivergenceSteps(QuotientSteps):
     def step(self, state):
         W, H = state["W"].copy(), state["H"].copy()
         # W <- W * (C H^T) / (row sums of H), C = V / (W H + eps) of the current iterate
-        _k.outer_sum_update(W, self.C @ H.T, self.zeros_n, H.sum(axis=1))
+        _k.outer_sum_update(W, self.data.cht(self.C, H), self.zeros_n, H.sum(axis=1))
         # H <- H * (W^T C') / (column sums of W), C' = V / (W' H + eps) with the new W
-        np.matmul(W, H, out=self.WH)
-        _k.quotient(self.V, self.WH, EPS, self.scratch)
-        _k.outer_sum_update(H, W.T @ self.scratch, W.sum(axis=0), self.zeros_t)
+        self.data.quotient(W, H, EPS, self.scratch)
+        _k.outer_sum_update(H, self.data.wtc(W, self.scratch), W.sum(axis=0), self.zeros_t)
         _k.normalize_rows_to_unit_l2(H, W)
         return {"W": W, "H": H}, self._evaluate(W, H), None
 
