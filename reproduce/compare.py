@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 import nmfsc
+from reproduce._harness import Interrupted
 
 DATASETS = ("cbcl", "orl", "natural", "swimmer", "bars")
 QUICK_MAX_ITER = 5
@@ -99,6 +100,8 @@ def compare_dataset(name, options, log=print):
         **problem.nmf_sc_params,
         **extra,
     )
+    if any(row.get("stop_reason") == "interrupted" for row in result.rows):
+        raise Interrupted(f"compare {name}: a run was stopped; nothing of {name} was written")
     return result.save(options.out_dir / "compare" / name, quick=options.quick)
 
 
