@@ -304,3 +304,23 @@ def test_quick_never_writes_into_figures():
     assert harness.Options(quick=True).out_dir == Path(harness.QUICK_OUT)
     assert harness.Options(quick=True, out=str(REPO / "figures")).out_dir == Path(harness.QUICK_OUT)
     assert harness.Options(quick=False).out_dir == Path("figures")
+
+
+def test_ctrl_c_stops_compare_at_once_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    import signal as signals
+
+    def compare_that_swallows_ctrl_c(*args, **kwargs):
+        try:  # what a solver inside nmfsc.compare does with Ctrl-C
+            signals.raise_signal(signals.SIGINT)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            pass
+        raise AssertionError("went on after Ctrl-C")
+
+    monkeypatch.setattr(nmfsc, "compare", compare_that_swallows_ctrl_c)
+    argv = ["compare", "--dataset", "bars", "--quick", "--out", str(tmp_path), "--no-progress"]
+    assert main(argv) == 130
+    line = last_line(capsys.readouterr().err)
+    assert line == PROG + "interrupted: compare bars stopped; nothing of bars was written"
+    assert not (tmp_path / "compare").exists()
+    assert signals.getsignal(signals.SIGINT) is signals.default_int_handler
