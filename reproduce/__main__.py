@@ -16,7 +16,7 @@ import warnings
 
 from nmfsc.datasets import DataError
 from reproduce import FIGURES
-from reproduce._harness import Options
+from reproduce._harness import CacheWarning, Options
 from reproduce._output import finish_pending
 from reproduce.compare import DATASETS
 
@@ -106,7 +106,7 @@ def main(argv=None):
         return 0 if done.code is None else done.code
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("default")
+            warnings.simplefilter("default", CacheWarning)  # shown, never an error
             warnings.showwarning = _show_warning
             return run(args)
     except KeyboardInterrupt as stop:
