@@ -1,17 +1,54 @@
-"""Command line: ``python -m reproduce {all,fig1,...,fig6,sec5,compare} [options]``."""
+"""Command line: ``python -m reproduce {all,fig1,...,fig6,sec5,compare} [options]``.
+
+Exit status: 0 when done; 2 for missing or bad data or a bad command-line
+value (one line on stderr, no traceback); 130 on Ctrl-C (one line): a run
+stopped there keeps its checkpoint, nothing unfinished is cached, and the same
+command resumes. Warnings (e.g. an unreadable cache entry, recomputed) are one
+line each.
+"""
 
 import argparse
 import importlib
+import math
 import sys
 import time
+import warnings
 
+from nmfsc.datasets import DataError
 from reproduce import FIGURES
-from reproduce._harness import Options
+from reproduce._harness import CacheWarning, Options
+from reproduce._output import finish_pending
 from reproduce.compare import DATASETS
+
+PROG = "python -m reproduce"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error on one line (status 2)."""
+
+    def error(self, message):
+        self.exit(2, f"{PROG}: error: {' '.join(message.split())} (see --help)\n")
+
+
+def _seed(text):
+    value = int(text) if text.strip().lstrip("-").isdigit() else None
+    if value is None or value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return value
+
+
+def _seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
+    return value
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m reproduce",
         description=(
             "Regenerate the figures of Hoyer (2004), 'Non-negative matrix factorization "
@@ -41,7 +78,7 @@ def build_parser():
         help="tiny budget (a few iterations per experiment): a smoke test, not a result; "
         "never written into figures/",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
     parser.add_argument(
         "--out",
         default="figures",
@@ -49,7 +86,7 @@ def build_parser():
     )
     parser.add_argument(
         "--max-time",
-        type=float,
+        type=_seconds,
         default=None,
         help="cap in seconds on each run (default: per experiment, see REPRODUCTION.md)",
     )
@@ -63,7 +100,26 @@ def build_parser():
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:  # --help (0), or a usage error on one line (2)
+        return 0 if done.code is None else done.code
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default", CacheWarning)  # shown, never an error
+            warnings.showwarning = _show_warning
+            return run(args)
+    except KeyboardInterrupt as stop:
+        detail = str(stop) or "finished runs are cached and the same command resumes"
+        _say(f"interrupted: {detail}")
+        return 130
+    except DataError as error:
+        _say(f"error: {error}")
+        return 2
+
+
+def run(args):
+    """Run the targets of the parsed command line; returns 0."""
     targets = tuple(dict.fromkeys(args.targets))
     if "all" in targets:
         targets = FIGURES + tuple(t for t in targets if t == "compare")
@@ -75,6 +131,8 @@ def main(argv=None):
         force=args.force,
         progress=not args.no_progress,
     )
+    for figure in finish_pending(options.out_dir):
+        _say(f"completed the files of {figure}, left half replaced by a killed run")
     start = time.perf_counter()
     for name in targets:
         module = importlib.import_module(f"reproduce.{name}")
@@ -87,6 +145,15 @@ def main(argv=None):
         print(f"[{name}] done in {time.perf_counter() - t0:.1f} s -> {', '.join(map(str, paths))}")
     print(f"reproduce: {len(targets)} target(s) in {time.perf_counter() - start:.1f} s")
     return 0
+
+
+def _say(message):
+    """One line on stderr, prefixed with the program's name."""
+    print(f"{PROG}: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    _say(f"{category.__name__}: {message}")
 
 
 if __name__ == "__main__":

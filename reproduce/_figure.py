@@ -1,6 +1,7 @@
 """The common main() of the figure scripts that run factorisations."""
 
-from reproduce._harness import close_suite, run_experiment, start_suite, write_json
+from reproduce._harness import close_suite, figure_json, run_experiment, start_suite
+from reproduce._output import write_figure_set
 from reproduce._panels import panel_figure, run_entry
 from reproduce.experiments import pick
 
@@ -15,22 +16,20 @@ def run_all(experiments, options):
 
 
 def figure_main(options, name, caption, panels, claims, *, runs=None, parameters=None):
-    """Run a figure's experiments, draw its panels, write PNG/PDF/JSON; return the paths.
+    """Run a figure's experiments, draw its panels, write PNG/PDF/JSON as a set; return the paths.
 
     ``panels`` maps each run drawn, in panel order, to its label; ``runs`` names
     every run the figure needs, in the order they run (default: the panels'), from
     :data:`reproduce.experiments.EXPERIMENTS`. ``claims(runs)`` turns the runs
     (name -> RunResult) into the figure's claim numbers.
     """
-    from nmfsc.plotting import save_figure
-
     results = run_all(pick(*(panels if runs is None else runs)), options)
     fig = panel_figure([results[n] for n in panels], list(panels.values()))
-    paths = list(save_figure(fig, options.out_dir / name))
     payload = {
         "parameters": parameters or {},
         "experiments": {n: run_entry(r) for n, r in results.items()},
         "claims": claims(results),
     }
-    paths.append(write_json(options, name, caption, payload))
-    return paths
+    return write_figure_set(
+        fig, options.out_dir, name, figure_json(options, name, caption, payload)
+    )

@@ -4,7 +4,8 @@ Each figure script lists its experiments (data set, solver, settings), and the
 harness runs them with a real stopping rule and a time cap, caches every result
 under ``<out>/.cache/`` keyed on (code version, parameters, data fingerprint),
 checkpoints long runs so an interrupted ``all`` resumes where it stopped, and
-writes ``<out>/<figure>.json`` with the numbers behind each figure.
+writes ``<out>/<figure>.json`` with the numbers behind each figure (see
+:mod:`reproduce._output` for how a figure's files are replaced).
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ import json
 import platform
 import sys
 import time
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 import nmfsc
+from nmfsc._atomic import atomic_writer, write_atomic
 from nmfsc.datasets.catalog import DATASETS
 
 # Iteration budget of --quick runs: enough to exercise every code path.
@@ -209,8 +212,24 @@ def _log(options: Options, message: str) -> None:
         print(message, file=sys.stderr)
 
 
+class Interrupted(KeyboardInterrupt):
+    """A run was stopped by Ctrl-C: its checkpoint is kept and nothing is cached."""
+
+
+class CacheWarning(UserWarning):
+    """A cache entry or checkpoint could not be read; it is recomputed."""
+
+
 def run_experiment(exp: Experiment, options: Options) -> RunResult:
-    """Run ``exp`` (or load its cached result) and return W, H and its numbers."""
+    """Run ``exp`` (or load its cached result) and return W, H and its numbers.
+
+    A run stopped by Ctrl-C (the solver returns with stop reason
+    ``"interrupted"``) raises :class:`Interrupted`: its checkpoint is kept, no
+    cache entry is written, and the next call resumes from the checkpoint.
+    An unreadable cache entry or checkpoint is recomputed with a
+    :class:`CacheWarning`. Cache entries are written atomically, the ``.json``
+    (the entry's commit mark) after the ``.npz``.
+    """
     import warnings
 
     V = load_dataset(exp.dataset, options.seed)
@@ -220,13 +239,11 @@ def run_experiment(exp: Experiment, options: Options) -> RunResult:
     stats_path = options.cache_dir / f"{key}.json"
     checkpoint = options.cache_dir / f"{key}.checkpoint.npz"
     if result_path.exists() and stats_path.exists() and not options.force:
-        with np.load(result_path) as saved:
-            W, H = saved["W"], saved["H"]
-        stats = json.loads(stats_path.read_text())
-        stats["cached"] = True
-        _log(options, f"[{exp.name}] cached result {result_path.name}")
-        _suite_advance()
-        return RunResult(exp, W, H, stats, V)
+        cached = _read_cache_entry(exp, V, result_path, stats_path)
+        if cached is not None:
+            _log(options, f"[{exp.name}] cached result {result_path.name}")
+            _suite_advance()
+            return RunResult(exp, *cached, V)
     if options.force and checkpoint.exists():
         checkpoint.unlink()
 
@@ -236,25 +253,20 @@ def run_experiment(exp: Experiment, options: Options) -> RunResult:
         f"[{exp.name}] {exp.solver} on {exp.dataset} {V.shape[0]}x{V.shape[1]}, "
         f"M={exp.n_components}, {exp.params}, cap {fields['max_time']:.0f} s",
     )
-    solver = _solver(exp.solver)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
-        result = solver(
-            V,
-            exp.n_components,
-            random_state=options.seed,
-            max_iter=fields["max_iter"],
-            max_time=fields["max_time"],
-            progress=options.progress,
-            checkpoint=checkpoint,
-            resume=checkpoint.exists(),
-            **exp.params,
-        )
+        result = _solve(exp, V, options, fields, checkpoint)
     wall = time.perf_counter() - t0
+    if result.stop_reason == "interrupted":
+        raise Interrupted(
+            f"{exp.name} stopped at iteration {result.n_iter}; its checkpoint {checkpoint} "
+            "is kept and the same command resumes from it"
+        )
     stats = run_stats(exp, V, result, wall)
-    np.savez_compressed(result_path, W=result.W, H=result.H)
-    stats_path.write_text(json.dumps(stats, indent=2, default=_json_default))
+    with atomic_writer(result_path) as handle:
+        np.savez_compressed(handle, W=result.W, H=result.H)
+    write_atomic(stats_path, json.dumps(stats, indent=2, default=_json_default))
     if checkpoint.exists():
         checkpoint.unlink()
     _log(
@@ -264,6 +276,67 @@ def run_experiment(exp: Experiment, options: Options) -> RunResult:
     )
     _suite_advance()
     return RunResult(exp, result.W, result.H, stats, V)
+
+
+def _solve(exp, V, options, fields, checkpoint):
+    """Call the solver, resuming from ``checkpoint`` when it is there and readable."""
+    import warnings
+
+    def call(resume):
+        return _solver(exp.solver)(
+            V,
+            exp.n_components,
+            random_state=options.seed,
+            max_iter=fields["max_iter"],
+            max_time=fields["max_time"],
+            progress=options.progress,
+            checkpoint=checkpoint,
+            resume=resume,
+            **exp.params,
+        )
+
+    if not checkpoint.exists():
+        return call(False)
+    try:
+        return call(True)
+    except ValueError as error:  # damaged, or written for other data or settings
+        if not (checkpoint.is_file() and str(error).startswith(f"checkpoint {str(checkpoint)!r}")):
+            raise  # not about the file: a bad setting
+        message = " ".join(str(error).split())
+        warnings.warn(f"{message}; starting {exp.name} afresh", CacheWarning, stacklevel=3)
+        checkpoint.unlink()
+        return call(False)
+
+
+def _read_cache_entry(exp, V, result_path, stats_path):
+    """``(W, H, stats)`` of a cache entry, or None (with a CacheWarning, the entry
+    removed) when it is truncated, damaged or of the wrong shape."""
+    import warnings
+
+    try:
+        with open(result_path, "rb") as handle:  # np.load leaks its own on a non-zip file
+            saved = np.load(handle, allow_pickle=False)
+            if not isinstance(saved, np.lib.npyio.NpzFile):
+                raise ValueError("not an .npz archive")
+            with saved:
+                W, H = saved["W"], saved["H"]
+        stats = json.loads(stats_path.read_text(encoding="utf-8"))
+        (N, T), M = V.shape, exp.n_components
+        if W.shape != (N, M) or H.shape != (M, T) or not isinstance(stats, dict):
+            raise ValueError(f"W {W.shape} and H {H.shape}, expected {(N, M)} and {(M, T)}")
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+        detail = " ".join(str(error).split()) or type(error).__name__
+        warnings.warn(
+            f"cache entry {result_path.name} of {exp.name} is unreadable ({detail}); "
+            "recomputing it",
+            CacheWarning,
+            stacklevel=3,
+        )
+        for path in (stats_path, result_path):
+            path.unlink(missing_ok=True)
+        return None
+    stats["cached"] = True
+    return W, H, stats
 
 
 def _summary(values) -> dict:
@@ -339,10 +412,8 @@ def close_suite():
 # --------------------------------------------------------------------------
 # Output
 # --------------------------------------------------------------------------
-def write_json(options: Options, figure: str, caption: str, payload: dict) -> Path:
-    """Write ``<out>/<figure>.json`` with the caption, options, versions and payload."""
-    out = options.out_dir / f"{figure}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
+def figure_json(options: Options, figure: str, caption: str, payload: dict) -> str:
+    """The text of ``<out>/<figure>.json``: the caption, options, versions and payload."""
     document = {
         "figure": figure,
         "caption": caption,
@@ -352,5 +423,4 @@ def write_json(options: Options, figure: str, caption: str, payload: dict) -> Pa
         "versions": versions(),
         **payload,
     }
-    out.write_text(json.dumps(document, indent=2, default=_json_default) + "\n")
-    return out
+    return json.dumps(document, indent=2, default=_json_default) + "\n"

@@ -15,16 +15,25 @@ and writes ``<out>/compare/<dataset>/report.md``, ``report.json``,
 ``--quick`` (one seed, 5 iterations: a smoke test) marks every output QUICK;
 with the default ``--out`` it writes under ``quick-output/`` (git-ignored),
 never into ``figures/`` (see ``reproduce._harness.Options.out_dir``).
+
+Ctrl-C stops the comparison at once (exit status 130) and writes nothing for
+the data set it was running: the solvers inside :func:`nmfsc.compare` take a
+KeyboardInterrupt as "end this run" and would go on with the next method, so
+here Ctrl-C raises an exception they do not catch.
 """
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 import nmfsc
+from reproduce._harness import Interrupted
 
 DATASETS = ("cbcl", "orl", "natural", "swimmer", "bars")
 QUICK_MAX_ITER = 5
@@ -86,20 +95,46 @@ def compare_dataset(name, options, log=print):
         + (", QUICK" if options.quick else "")
     )
     extra = {"max_iter": QUICK_MAX_ITER} if options.quick else {}
-    result = nmfsc.compare(
-        problem.V,
-        problem.n_components,
-        seeds=seeds,
-        max_time=options.max_time,
-        image_shape=problem.image_shape,
-        on_off=problem.on_off,
-        parts=problem.true_parts,
-        progress=options.progress,
-        name=name,
-        **problem.nmf_sc_params,
-        **extra,
-    )
+    with _ctrl_c_stops(name):
+        result = nmfsc.compare(
+            problem.V,
+            problem.n_components,
+            seeds=seeds,
+            max_time=options.max_time,
+            image_shape=problem.image_shape,
+            on_off=problem.on_off,
+            parts=problem.true_parts,
+            progress=options.progress,
+            name=name,
+            **problem.nmf_sc_params,
+            **extra,
+        )
+    if any(row.get("stop_reason") == "interrupted" for row in result.rows):
+        raise Interrupted(f"compare {name}: a run was stopped; nothing of {name} was written")
     return result.save(options.out_dir / "compare" / name, quick=options.quick)
+
+
+class _Stop(BaseException):
+    """Ctrl-C during a comparison: not a KeyboardInterrupt, so no solver catches it."""
+
+
+@contextlib.contextmanager
+def _ctrl_c_stops(name):
+    """Within the block, Ctrl-C raises :class:`Interrupted` past the solvers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set in the main thread
+        return
+
+    def stop(signum, frame):
+        raise _Stop
+
+    previous = signal.signal(signal.SIGINT, stop)
+    try:
+        yield
+    except _Stop:
+        raise Interrupted(f"compare {name} stopped; nothing of {name} was written") from None
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def main(options, datasets=DATASETS):

@@ -15,7 +15,8 @@ panels show the same vector at four settings of the knob.
 import numpy as np
 
 from nmfsc import l1_for_sparseness, project, sparseness
-from reproduce._harness import write_json
+from reproduce._harness import figure_json
+from reproduce._output import write_figure_set
 
 CAPTION = __doc__.split('"')[1]
 LEVELS = (0.1, 0.4, 0.7, 0.9)
@@ -28,25 +29,19 @@ def compute(seed, levels=LEVELS, length=LENGTH):
 
 
 def main(options):
-    from nmfsc.plotting import plot_sparseness_bars, save_figure
+    from nmfsc.plotting import plot_sparseness_bars
 
     vectors = compute(options.seed)
     achieved = [sparseness(v) for v in vectors]
     axes = plot_sparseness_bars(vectors, achieved)
     fig = np.ravel(axes)[0].figure
-    paths = list(save_figure(fig, options.out_dir / "fig2"))
     numbers = {
         "requested": list(LEVELS),
         "achieved": achieved,
         "max_abs_error": float(np.max(np.abs(np.subtract(achieved, LEVELS)))),
         "nonzero_entries": [int(np.count_nonzero(v)) for v in vectors],
     }
-    paths.append(
-        write_json(
-            options,
-            "fig2",
-            CAPTION,
-            {"parameters": {"length": LENGTH, "levels": list(LEVELS)}, "claims": numbers},
-        )
+    payload = {"parameters": {"length": LENGTH, "levels": list(LEVELS)}, "claims": numbers}
+    return write_figure_set(
+        fig, options.out_dir, "fig2", figure_json(options, "fig2", CAPTION, payload)
     )
-    return paths

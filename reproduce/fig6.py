@@ -20,7 +20,8 @@ vectors.
 import numpy as np
 
 from nmfsc import l1_for_sparseness, project
-from reproduce._harness import write_json
+from reproduce._harness import figure_json
+from reproduce._output import write_figure_set
 
 CAPTION = __doc__.split('"')[1]
 DIMS = (2, 3, 5, 10, 50, 100, 500, 1000, 3000, 5000, 10000)
@@ -86,13 +87,12 @@ def claims(dims, levels, passes, worst):
     }
 
 
-def plot(dims, case_claims, out_stem):
-    from nmfsc.plotting import plot_passes, save_figure
+def plot(dims, case_claims):
+    from nmfsc.plotting import plot_passes
 
-    fig = plot_passes(
+    return plot_passes(
         np.asarray(dims), case_claims["mean"], case_claims["min"], case_claims["max"]
     ).figure
-    return save_figure(fig, out_stem)
 
 
 def main(options):
@@ -100,18 +100,11 @@ def main(options):
     trials = QUICK_TRIALS if options.quick else TRIALS
     passes, worst = compute(dims, LEVELS, trials, options.seed)
     numbers = claims(dims, LEVELS, passes, worst)
-    paths = list(
-        plot(dims, numbers["worst_case_desired_0.9_initial_0.1"], options.out_dir / "fig6")
+    fig = plot(dims, numbers["worst_case_desired_0.9_initial_0.1"])
+    payload = {
+        "parameters": {"dims": list(dims), "levels": list(LEVELS), "trials": trials},
+        "claims": numbers,
+    }
+    return write_figure_set(
+        fig, options.out_dir, "fig6", figure_json(options, "fig6", CAPTION, payload)
     )
-    paths.append(
-        write_json(
-            options,
-            "fig6",
-            CAPTION,
-            {
-                "parameters": {"dims": list(dims), "levels": list(LEVELS), "trials": trials},
-                "claims": numbers,
-            },
-        )
-    )
-    return paths
