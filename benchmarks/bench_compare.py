@@ -103,7 +103,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small budget: a smoke test")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--max-iter", type=int, default=500)
+    parser.add_argument(
+        "--max-iter", type=int, default=2000, help="budget of every run (default: compare's)"
+    )
     args = parser.parse_args(argv)
     max_iter, repeats = (30, 1) if args.quick else (args.max_iter, args.repeats)
     V, _ = bars(n_samples=1000, size=8, random_state=0)
