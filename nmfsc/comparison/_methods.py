@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import nmfsc
+from nmfsc.solvers._start import random_start
 
 __all__ = [
     "METHODS",
@@ -107,10 +108,8 @@ def starting_point(V, n_components, seed):
     (ndarray, ndarray)
         ``W0`` of shape (N, M) and ``H0`` of shape (M, T).
     """
-    rng = np.random.default_rng(seed)
     N, T = V.shape
-    W0 = np.abs(rng.standard_normal((N, n_components)))
-    H0 = np.abs(rng.standard_normal((n_components, T)))
+    W0, H0 = random_start(seed, N, n_components, T)  # the solvers' own draw
     return W0 * float(V.max()), H0
 
 
