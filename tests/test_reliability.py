@@ -200,6 +200,22 @@ MASKED = {
 }
 
 
+@pytest.mark.parametrize("solver", [nmfsc.nmf_divergence, nmfsc.local_nmf, nmfsc.sparse_nmf])
+@pytest.mark.parametrize(
+    "start, factor",
+    [
+        ({"W_init": np.zeros((12, 3))}, "W"),
+        ({"H_init": np.zeros((3, 15))}, "H"),
+        ({"W_init": np.where(np.arange(3) == 1, 0.0, np.ones((12, 3)))}, "W"),
+    ],
+)
+def test_zero_starts_of_the_divergence_solvers_are_refused(solver, start, factor):
+    """The audit's reproducer: these starts gave NaN factors, stop reason max_iter."""
+    what = "column" if factor == "W" else "row"
+    with pytest.raises(ValueError, match=f"starting {factor} .* all-zero {what}"):
+        solver(V, 3, random_state=0, max_iter=5, **start)
+
+
 @pytest.mark.parametrize("case", sorted(MASKED))
 def test_masked_arrays_are_refused(case):
     call, name = MASKED[case]

@@ -29,6 +29,7 @@ class UnitSumSteps(QuotientSteps):
     quotient_eps = 0.0
 
     def initialize(self, W, H):
+        super().initialize(W, H)  # refuses all-zero columns of W and rows of H
         W = W.copy()
         _k.normalize_columns_to_unit_sum(W)
         return {"W": W, "H": H}

@@ -76,6 +76,21 @@ class QuotientSteps(Steps):
         self.zeros_m = np.zeros(n_components)
         self.zeros_t = np.zeros(T)
 
+    def initialize(self, W, H):
+        """The start as given, refused if a column of W or a row of H is all zero:
+        the updates divide by those sums, so such a start can only give NaN."""
+        for factor, sums, what in ((W, W.sum(axis=0), "column"), (H, H.sum(axis=1), "row")):
+            zero = np.flatnonzero(sums == 0)
+            if zero.size:
+                name = "W" if factor is W else "H"
+                raise ValueError(
+                    f"{self.name}: the starting {name} (from {name}_init or init) has "
+                    f"{zero.size} all-zero {what}(s), the first is {what} {zero[0]}; the "
+                    f"multiplicative updates divide by each {what}'s sum, so it can never "
+                    f"move: give every {what} of {name}_init a positive entry"
+                )
+        return super().initialize(W, H)
+
     def start(self, state):
         return self._evaluate(state["W"], state["H"])
 
