@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import nmfsc
+from nmfsc.solvers._loop import progress_bar
 from nmfsc.solvers._start import random_start
 
 __all__ = [
@@ -227,7 +228,7 @@ def run_sklearn(V, n_components, start, *, solver="cd", penalty=None, alpha=0.0,
     alpha_W = float(alpha) if penalty == "H" else 0.0
     alpha_H = float(alpha) if penalty == "W" else 0.0
     model = _sklearn_model(solver, n_components, alpha_W, alpha_H, max_iter, tol)
-    bar = _bar(progress, label, max_iter)
+    bar = progress_bar(progress, label, max_iter)
     t0 = time.perf_counter()
     try:
         with warnings.catch_warnings():
@@ -248,12 +249,3 @@ def run_sklearn(V, n_components, start, *, solver="cd", penalty=None, alpha=0.0,
                   float(model.reconstruction_err_) / norm_V]  # fmt: skip
     run.params = {"alpha": float(alpha), "penalty_on": penalty} if penalty else {}
     return run
-
-
-def _bar(progress, name, total):
-    """A tqdm bar on stderr whose ETA comes from the iteration rate (or None)."""
-    if not progress:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=name, unit="it", dynamic_ncols=True)

@@ -50,7 +50,7 @@ from nmfsc.solvers.checkpoint import (
 )
 from nmfsc.sparseness import sparseness_or_nan
 
-__all__ = ["Steps", "solve", "tol_reached"]
+__all__ = ["Steps", "progress_bar", "solve", "tol_reached"]
 
 _WARN_HINT = {
     "max_iter": "max_iter={max_iter} reached; raise max_iter (or loosen tol={tol}) "
@@ -123,7 +123,9 @@ def _read_only(X):
     return view
 
 
-def _progress_bar(progress, name, total, initial):
+def progress_bar(progress, name, total, initial=0):
+    """A tqdm bar on stderr counting iterations (its ETA comes from their rate),
+    or None when ``progress`` is false; a clear ImportError without tqdm."""
     if not progress:
         return None
     try:
@@ -211,7 +213,7 @@ class _Run:
         KeyboardInterrupt, which leaves the last committed iterate)."""
         s = self.settings
         iteration = self.committed[1]
-        bar = _progress_bar(s.progress, self.steps.name, s.max_iter, min(iteration, s.max_iter))
+        bar = progress_bar(s.progress, self.steps.name, s.max_iter, min(iteration, s.max_iter))
         self.t0 = time.perf_counter() - self.times[-1]
         self.last_save = time.perf_counter()
         try:
