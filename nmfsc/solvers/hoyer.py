@@ -300,9 +300,13 @@ def fit_coefficients(V, W, *, sparseness_h=None, **loop):
     return solve(make_steps, V, W.shape[1], solver_params=params, settings=settings)
 
 
+#: The algorithms ``nmf_sc(solver=...)`` offers; "hoyer", the paper's, is the default.
+SOLVERS = ("hoyer",)
+
+
 @document(EUCLIDEAN_UNITS)
 @takes_loop_settings
-def nmf_sc(V, n_components, *, sparseness_w=None, sparseness_h=None, **loop):
+def nmf_sc(V, n_components, *, sparseness_w=None, sparseness_h=None, solver="hoyer", **loop):
     r"""Non-negative matrix factorization with sparseness constraints (Hoyer 2004).
 
     Finds non-negative ``W`` (N x M) and ``H`` (M x T) minimising
@@ -333,6 +337,9 @@ def nmf_sc(V, n_components, *, sparseness_w=None, sparseness_h=None, **loop):
     sparseness_w, sparseness_h : float in [0, 1] or None, default None
         Target sparseness of every column of W / every row of H; None leaves
         that factor unconstrained (multiplicative updates).
+    solver : {"hoyer"}, default "hoyer"
+        The algorithm: "hoyer" is the paper's (described above), the one the
+        figures are made with.
     %(options)s
 
     Returns
@@ -368,6 +375,8 @@ def nmf_sc(V, n_components, *, sparseness_w=None, sparseness_h=None, **loop):
     settings = LoopSettings.from_keywords("nmf_sc", loop)
     s_w = check_optional_sparseness(sparseness_w, "sparseness_w")
     s_h = check_optional_sparseness(sparseness_h, "sparseness_h")
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {', '.join(map(repr, SOLVERS))}; got {solver!r}")
 
     def make_steps(Vn, M):
         return HoyerSteps(Vn, M, s_w, s_h)
