@@ -20,6 +20,7 @@ from nmfsc._validation import (
     check_optional_sparseness,
     reject_masked,
 )
+from nmfsc.solvers._data import frobenius_norm
 from nmfsc.solvers.hoyer import fit_coefficients, nmf_sc
 
 __all__ = ["SparseNMF"]
@@ -287,11 +288,10 @@ class SparseNMF(TransformerMixin, BaseEstimator):
         self.components_ = result.W.T
         self.n_components_ = result.W.shape[1]
         self.n_iter_ = result.n_iter
-        if hasattr(X, "nnz"):  # ||X|| times the relative error: X @ ... would be dense
-            norm_x = np.sqrt(np.sum(np.square(X.data, dtype=np.float64)))
-            self.reconstruction_err_ = float(result.relative_error * norm_x)
-        else:
-            self.reconstruction_err_ = float(np.linalg.norm(X - Z @ self.components_))
+        # ||X|| times the relative error: finite at any scale of X, and no dense
+        # X - Z C (for sparse X it would be dense)
+        norm_x = frobenius_norm(X, result.scale)
+        self.reconstruction_err_ = float(result.relative_error * norm_x)
         return Z
 
     def fit(self, X, y=None):

@@ -52,6 +52,7 @@ __all__ = [
     "DenseData",
     "ScaledData",
     "exact_objective",
+    "frobenius_norm",
     "inner",
     "is_sparse",
     "make_data",
@@ -91,6 +92,21 @@ def exact_objective(V, W, H, WH):
     """``0.5 ||V - W H||_F^2`` computed from ``W @ H``, written into the buffer ``WH``."""
     np.matmul(W, H, out=WH)
     return _k.half_squared_residual(V, WH)
+
+
+def frobenius_norm(V, scale):
+    """``||V||_F`` computed as ``scale * ||V / scale||_F`` (scale: max(V)), so that
+    it neither overflows nor underflows where the norm itself is a float64;
+    dense V by blocks of rows (no copy of V), sparse V from its stored values."""
+    if is_sparse(V):
+        values = V.data / scale
+        return scale * float(np.sqrt(inner(values, values)))
+    step = max(1, BLOCK_ENTRIES // max(1, V.shape[1]))
+    squares = 0.0
+    for start in range(0, V.shape[0], step):
+        block = np.asarray(V[start : start + step], dtype=np.float64) / scale
+        squares += inner(block, block)
+    return scale * float(np.sqrt(squares))
 
 
 def make_data(V, scale):
@@ -135,10 +151,12 @@ class DenseData:
     def half_squared_error(self, W, H):
         return exact_objective(self.V, W, H, self.wh_buffer())
 
-    def relative_error(self, W, H, W_normalised):
-        """``||V - W H||_F / ||V||_F`` for W in V's units (``W_normalised``: in V / s's)."""
+    def relative_error(self, W_normalised, H):
+        """``||V - W H||_F / ||V||_F``, computed on the normalised data as
+        ``||V / s - W_normalised H||_F / ||V / s||_F`` (the same number, with no
+        overflow or underflow whatever the scale of V)."""
         if self.dtype == np.float64:
-            return float(np.linalg.norm(self.raw - W @ H) / np.linalg.norm(self.raw))
+            return float(np.linalg.norm(self.V - W_normalised @ H) / np.linalg.norm(self.V))
         return float(np.sqrt(2.0 * self.half_squared_error(W_normalised, H) / self.vv))
 
     def new_quotient(self):
@@ -237,8 +255,8 @@ class ScaledData:
             result += inner(R, R)
         return 0.5 * result
 
-    def relative_error(self, W, H, W_normalised):
-        """``||V - W H||_F / ||V||_F`` (W in V's units, ``W_normalised`` in V / s's)."""
+    def relative_error(self, W_normalised, H):
+        """``||V - W H||_F / ||V||_F``, from the normalised data (W_normalised in V / s's units)."""
         return float(np.sqrt(max(0.0, 2.0 * self.half_squared_error(W_normalised, H) / self.vv)))
 
     # --- the divergence products ---------------------------------------------

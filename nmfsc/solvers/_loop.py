@@ -33,6 +33,7 @@ no warning, the caller asked for it).
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 
@@ -149,6 +150,7 @@ def solve(make_steps, V, n_components, *, solver_params, settings):
     run = _Run(make_steps, V, n_components, solver_params, settings)
     stop = run.iterate()
     run.finish()
+    result = run.result(stop)  # before the warning: an error here must not be lost behind it
     if stop in _WARN_HINT:
         s = run.settings
         hint = _WARN_HINT[stop].format(max_iter=s.max_iter, tol=s.tol, max_time=s.max_time)
@@ -158,7 +160,7 @@ def solve(make_steps, V, n_components, *, solver_params, settings):
             ConvergenceWarning,
             stacklevel=3,
         )
-    return run.result(stop)
+    return result
 
 
 class _Run:
@@ -177,7 +179,7 @@ class _Run:
         self.V, self.scale = V, scale
         self.data = make_data(V, scale)
         self.steps = make_steps(self.data, M)
-        self.factor = scale**self.steps.objective_power
+        self.factor, self.objective_units = objective_factor(scale, self.steps.objective_power)
         self.params = {"n_components": M, **solver_params}
         self.meta = None
         if settings.checkpoint is not None:
@@ -313,13 +315,8 @@ class _Run:
         state, iteration = self.committed
         s = self.settings
         H = state["H"].copy()
-        if isinstance(self.data, ScaledData):  # no N x T work; spare a copy of a tall W
-            relative_error = self.data.relative_error(None, H, state["W"])
-            W = state["W"]  # the run is over: scaled in place
-            W *= self.scale
-        else:
-            W = state["W"] * self.scale
-            relative_error = self.data.relative_error(W, H, state["W"])
+        relative_error = self.data.relative_error(state["W"], H)
+        W = in_data_units(state["W"], self.scale, in_place=isinstance(self.data, ScaledData))
         return NMFResult(
             W=W,
             H=H,
@@ -339,6 +336,7 @@ class _Run:
                 "max_time": s.max_time,
             },
             scale=self.scale,
+            objective_units=self.objective_units,
             step_sizes=self.steps.step_sizes(state),
             relative_error=relative_error,
         )
@@ -358,6 +356,43 @@ class _Run:
             for j in range(0, count, 4)
         ]
         return np.concatenate(parts)
+
+
+#: The objective is reported in V's units when ``scale**power`` lies within
+#: ``10**±OBJECTIVE_EXPONENT_LIMIT``; every normalised objective (at most
+#: ``N T / 2``, at least ~1e-150 for any useful fit) then stays a normal float64.
+OBJECTIVE_EXPONENT_LIMIT = 150
+
+
+def objective_factor(scale, power):
+    """``(factor, units)``: the recorded objective is ``factor`` times that of V / s.
+
+    ``(scale**power, "V")`` when that factor lies within 1e±150, so that the
+    history is in V's units (the same numbers as ever); otherwise ``(1.0,
+    "V / scale")``: the objective of the normalised problem, because V's own
+    would overflow to inf or underflow to 0 (and the stopping rule would see
+    zeros). The choice depends on the scale alone, so it is the same for the
+    whole run and for a resumed one.
+    """
+    if abs(power * math.log10(scale)) <= OBJECTIVE_EXPONENT_LIMIT:
+        return scale**power, "V"
+    return 1.0, "V / scale"
+
+
+def in_data_units(W_normalised, scale, *, in_place):
+    """``W_normalised * scale``, the basis in V's units; an error if that overflows.
+
+    ``in_place`` multiplies the run's own array (the run is over) to spare a
+    copy of a tall W.
+    """
+    with np.errstate(over="ignore"):
+        W = np.multiply(W_normalised, scale, out=W_normalised if in_place else None)
+    if not np.isfinite(W).all():
+        raise FloatingPointError(
+            f"W in V's units overflows float64 (max(V) = {scale:.3g}): divide V by a "
+            "power of ten (e.g. 1e10) and multiply W by it afterwards"
+        )
+    return W
 
 
 def _show_progress(bar, history):

@@ -31,9 +31,10 @@ class NMFResult:
         Coefficients, one row per component; unchanged by the rescaling.
     objective : ndarray, shape (n_iter + 1,)
         The solver's objective at the start (index 0) and after every
-        iteration, in the units of ``V``: the objective of the normalised
-        problem times ``scale**2`` (Euclidean solvers) or ``scale``
-        (divergence solvers). See each solver for its objective.
+        iteration, in the units given by ``objective_units``: normally those
+        of ``V`` (the objective of the normalised problem times ``scale**2``
+        for the Euclidean solvers, ``scale`` for the divergence solvers); see
+        each solver for its objective.
     times : ndarray, shape (n_iter + 1,)
         Cumulative seconds of the iteration loop at each entry of
         ``objective`` (0 at the start; a resumed run continues the count).
@@ -56,10 +57,17 @@ class NMFResult:
         the stopping settings).
     scale : float
         ``max(V)``, the factor between the internal and the returned W.
+    objective_units : {"V", "V / scale"}
+        ``"V"``: ``objective`` is in V's units. ``"V / scale"``: it is the
+        objective of the normalised data ``V / max(V)``, because in V's units it
+        would overflow or underflow float64 (when ``scale**2``, or ``scale``
+        for the divergence solvers, lies outside 1e-150 to 1e150). Every other
+        attribute is in V's units (or scale-free) whatever the scale.
     step_sizes : tuple of float or None
         ``(mu_W, mu_H)`` at the end of an nmf_sc run, None for other solvers.
     relative_error : float
-        ``||V - W H||_F / ||V||_F``.
+        ``||V - W H||_F / ||V||_F``, computed on the normalised data (the same
+        number, finite at any scale of V).
     """
 
     W: np.ndarray
@@ -74,6 +82,7 @@ class NMFResult:
     solver: str
     params: dict = field(default_factory=dict)
     scale: float = 1.0
+    objective_units: str = "V"
     step_sizes: tuple | None = None
     relative_error: float = float("nan")
 

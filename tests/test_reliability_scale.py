@@ -1,0 +1,129 @@
+"""Scale safety (issue 13, item 1): every solver and the estimator give the
+same factors, up to the data's scale, and the same relative error for c V as
+for V, for max(c V) from 1e-300 to 1e300 and for subnormal data.
+
+The solvers work on V / max(V), so the normalised problem is the same for
+every c up to the rounding of c V / max(c V); over 60 iterations that rounding
+stays far below the tolerances below. What used to go wrong (the reproducers of
+the audit): the objective history in V's units underflowed to zeros at small c,
+so the stopping rule stopped at once with relative error NaN; at large c it
+overflowed (a bare OverflowError for the Euclidean solvers, NaN relative errors
+for the divergence ones).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import nmfsc
+from nmfsc.solvers._loop import objective_factor
+
+V = np.abs(np.random.default_rng(0).standard_normal((12, 15)))
+
+SOLVERS = {
+    "nmf_sc sW": (nmfsc.nmf_sc, {"sparseness_w": 0.6}),
+    "nmf_sc sH": (nmfsc.nmf_sc, {"sparseness_h": 0.6}),
+    "nmf_sc both": (nmfsc.nmf_sc, {"sparseness_w": 0.5, "sparseness_h": 0.5}),
+    "nmf_euclidean": (nmfsc.nmf_euclidean, {}),
+    "nmf_divergence": (nmfsc.nmf_divergence, {}),
+    "local_nmf": (nmfsc.local_nmf, {}),
+    "sparse_nmf": (nmfsc.sparse_nmf, {}),
+}
+
+#: max(c V) / max(V) over the whole float64 range, both ends included.
+SCALES = [1e-300, 1e-200, 1e-150, 1e-100, 1e-10, 1e10, 1e100, 1e150, 1e200, 1e300]
+
+
+def run(solver, kwargs, data):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        return solver(data, 3, random_state=0, max_iter=60, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def unscaled():
+    return {name: run(solver, kwargs, V) for name, (solver, kwargs) in SOLVERS.items()}
+
+
+@pytest.mark.parametrize("c", SCALES)
+@pytest.mark.parametrize("name", sorted(SOLVERS))
+def test_scaled_data_give_the_same_factors_and_relative_error(unscaled, name, c):
+    solver, kwargs = SOLVERS[name]
+    ref = unscaled[name]
+    res = run(solver, kwargs, V * c)
+    assert res.stop_reason == ref.stop_reason and res.n_iter == ref.n_iter
+    assert np.isfinite(res.relative_error)
+    np.testing.assert_allclose(res.relative_error, ref.relative_error, rtol=1e-9)
+    np.testing.assert_allclose(res.H, ref.H, rtol=1e-7, atol=1e-12)
+    # W in V's units: c times the unscaled W (entries far below max(c V) may be
+    # subnormal at c = 1e-300, so compare them relative to the largest)
+    np.testing.assert_allclose(res.W / c, ref.W, rtol=1e-7, atol=1e-9 * ref.W.max())
+    assert np.isfinite(res.objective).all() and (res.objective != 0).all()
+
+
+@pytest.mark.parametrize("name", sorted(SOLVERS))
+def test_the_objective_is_reported_in_the_units_that_can_hold_it(unscaled, name):
+    solver, kwargs = SOLVERS[name]
+    ref = unscaled[name]
+    assert ref.objective_units == "V"
+    power = 2 if ref.solver in ("nmf_sc", "nmf_euclidean") else 1
+    for c in (1e-40, 1e40):  # c**power within 1e+-150: V's units, scaled exactly so
+        res = run(solver, kwargs, V * c)
+        assert res.objective_units == "V"
+        np.testing.assert_allclose(res.objective, ref.objective * c**power, rtol=1e-9)
+    for c in (1e-300, 1e300):  # otherwise V / max(V)'s: the unscaled one / scale**power
+        res = run(solver, kwargs, V * c)
+        assert res.objective_units == "V / scale"
+        np.testing.assert_allclose(res.objective, ref.objective / ref.scale**power, rtol=1e-9)
+
+
+def test_subnormal_data_give_the_same_answer_to_their_precision(unscaled):
+    # max(c V) ~ 1e-310: the data keep only ~14 significant bits of V
+    for name in ("nmf_sc sW", "nmf_euclidean", "nmf_divergence"):
+        solver, kwargs = SOLVERS[name]
+        res = run(solver, kwargs, V * 1e-310)
+        np.testing.assert_allclose(res.relative_error, unscaled[name].relative_error, rtol=1e-3)
+        np.testing.assert_allclose(res.H, unscaled[name].H, rtol=1e-2, atol=1e-3)
+
+
+def test_the_audit_reproducers():
+    # nmf_sc(V * 1e-300) stopped at iteration 10 by "tol" on an all-zero history
+    res = nmfsc.nmf_sc(V * 1e-300, 3, sparseness_w=0.6, random_state=0)
+    ref = nmfsc.nmf_sc(V, 3, sparseness_w=0.6, random_state=0)
+    assert res.n_iter == ref.n_iter > 10 and res.stop_reason == "tol"
+    assert np.isfinite(res.relative_error)
+    # nmf_sc(V * 1e300) raised a bare OverflowError
+    res = nmfsc.nmf_sc(V * 1e300, 3, random_state=0)
+    assert np.isfinite(res.relative_error) and np.isfinite(res.W).all()
+
+
+def fit_estimator(X):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        est = nmfsc.SparseNMF(3, sparseness_components=0.6, random_state=0, max_iter=60)
+        return est, est.fit_transform(X), est.transform(X)
+
+
+@pytest.mark.parametrize("c", [1e-300, 1e-100, 1e100, 1e300])
+def test_the_estimator_is_scale_safe(c):
+    ref, ref_Z, ref_codes = fit_estimator(V.T)
+    est, Z, codes = fit_estimator((V * c).T)
+    np.testing.assert_allclose(Z, ref_Z, rtol=1e-7, atol=1e-12)
+    np.testing.assert_allclose(codes, ref_codes, rtol=1e-7, atol=1e-12)
+    np.testing.assert_allclose(est.components_ / c, ref.components_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(est.reconstruction_err_ / c, ref.reconstruction_err_, rtol=1e-9)
+
+
+def test_factors_that_overflow_in_the_data_units_raise_clearly():
+    with pytest.raises(FloatingPointError, match="overflows float64"):
+        nmfsc.nmf_sc(V / V.max() * 1.7e308, 3, sparseness_h=0.6, random_state=0, max_iter=5)
+
+
+def test_objective_factor_keeps_the_usual_scales_in_the_data_units():
+    assert objective_factor(0.6, 2) == (0.36, "V")
+    assert objective_factor(1e75, 2) == (1e75**2, "V")
+    assert objective_factor(1e76, 2) == (1.0, "V / scale")
+    assert objective_factor(1e-151, 1) == (1.0, "V / scale")
