@@ -157,7 +157,8 @@ def local_nmf(V, W0, H0, n_iter, alpha=1.0, beta=1.0):
 
 
 def sparse_nmf(V, W0, H0, n_iter, alpha=1.0):
-    """SPEC "Sparse NMF": one C = V / (W H) per iteration, no eps."""
+    """SPEC "Sparse NMF" (nmfpack's snmf.m): C = V / (W H) for the H update, then
+    C computed again with the new H for the W update; no eps."""
     scale = V.max()
     V = V / scale
     W, H = W0.copy(), H0.copy()
@@ -171,6 +172,7 @@ def sparse_nmf(V, W0, H0, n_iter, alpha=1.0):
     for _ in range(n_iter):
         C = V / (W @ H)
         H = H * (W.T @ C) / (1.0 + alpha)
+        C = V / (W @ H)
         W = W * (C @ H.T) / np.sum(H, axis=1)[None, :]
         W = W / np.sum(W, axis=0)[None, :]
         iterates.append((W * scale, H))

@@ -154,3 +154,22 @@ def test_euclidean_matches_scikit_learn():
             result = nmfsc.nmf_euclidean(V, M, W_init=W0, H_init=H0, max_iter=n_iter, tol=0.0)
         assert model.n_iter_ == result.n_iter == n_iter
         assert rel(result.W @ result.H, WH_sk) < 1e-6
+
+
+def test_sparse_nmf_recomputes_the_quotient_for_the_w_update():
+    """One sparse_nmf iteration follows nmfpack's snmf.m: the W update uses
+    C' = V / (W H') with the *new* H, not the quotient of the H update (the
+    two orders give different iterates, so this pins the order)."""
+    V = data(4)
+    W0, H0 = ref.random_start(7, N, M, T)
+    result, iterates = run_recording(nmfsc.sparse_nmf, V, 1, random_state=7)
+    Vn = V / V.max()
+    W = W0 / W0.sum(axis=0)
+    C = Vn / (W @ H0)
+    H = H0 * (W.T @ C) / 2.0  # alpha = 1
+    recomputed = W * ((Vn / (W @ H)) @ H.T) / H.sum(axis=1)
+    reused = W * (C @ H.T) / H.sum(axis=1)
+    W_new, H_new = iterates[-1][0] / V.max(), iterates[-1][1]
+    np.testing.assert_allclose(H_new, H, rtol=1e-12)
+    np.testing.assert_allclose(W_new, recomputed / recomputed.sum(axis=0), rtol=1e-12)
+    assert not np.allclose(W_new, reused / reused.sum(axis=0), rtol=1e-6)

@@ -73,9 +73,12 @@ class LiuSparseSteps(UnitSumSteps):
 
     def step(self, state):
         W, H = state["W"].copy(), state["H"].copy()
-        C = self.C  # one quotient per iteration, from the current iterate
-        _k.outer_sum_update(H, self.data.wtc(W, C), self.one_plus_alpha, self.zeros_t)
-        _k.outer_sum_update(W, self.data.cht(C, H), self.zeros_n, H.sum(axis=1))
+        # H <- H * (W^T C) / (1 + alpha), C = V / (W H) of the current iterate
+        _k.outer_sum_update(H, self.data.wtc(W, self.C), self.one_plus_alpha, self.zeros_t)
+        # W <- W * (C' H'^T) / (row sums of H'), C' = V / (W H') with the new H,
+        # as nmfpack's snmf.m computes it again (its lnmf.m does not)
+        self.data.quotient(W, H, self.quotient_eps, self.scratch)
+        _k.outer_sum_update(W, self.data.cht(self.scratch, H), self.zeros_n, H.sum(axis=1))
         _k.normalize_columns_to_unit_sum(W)
         return {"W": W, "H": H}, self._evaluate(W, H), None
 
@@ -139,16 +142,17 @@ def local_nmf(V, n_components, *, alpha=1.0, beta=1.0, **loop):
 def sparse_nmf(V, n_components, *, alpha=1.0, **loop):
     r"""Sparse NMF (Liu et al. 2003): divergence NMF with an L1 penalty on H.
 
-    The columns of W start summing to 1. Each iteration, with the single
-    quotient :math:`C = V \oslash (W H)` of the current iterate,
+    The columns of W start summing to 1. Each iteration, as nmfpack's snmf.m,
 
     .. math::
 
-        H &\leftarrow H \odot (W^T C) / (1 + \alpha), \\
-        W_{ij} &\leftarrow W_{ij} (C H^T)_{ij} / \textstyle\sum_t H_{jt},
+        H' &\leftarrow H \odot (W^T C) / (1 + \alpha),
+              \quad C = V \oslash (W H), \\
+        W_{ij} &\leftarrow W_{ij} (C' H'^T)_{ij} / \textstyle\sum_t H'_{jt},
+              \quad C' = V \oslash (W H'),
 
-    (the new H in the second line), then the columns of W are rescaled to sum
-    to 1. The objective recorded is
+    (the quotient computed again with the new H), then the columns of W are
+    rescaled to sum to 1. The objective recorded is
     :math:`D(V \Vert W H) + \alpha \sum H` on the normalised data (times
     ``max(V)``).
 
