@@ -4,4 +4,4 @@
 runs one. See ``python -m reproduce --help`` and REPRODUCTION.md.
 """
 
-FIGURES = ("fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "sec5")
+FIGURES = ("fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "sec5", "convergence")

@@ -76,3 +76,17 @@ def test_rerun_uses_the_cache(quick_outputs, capsys):
     assert "cached result" in capsys.readouterr().err
     doc = json.loads((quick_outputs / "fig1.json").read_text())
     assert all(e["cached"] for e in doc["experiments"].values())
+
+
+def test_convergence_figure_reads_every_run_of_the_figures(quick_outputs):
+    doc = json.loads((quick_outputs / "convergence.json").read_text())
+    runs = doc["runs"]
+    names = set()
+    for source in ("fig1", "fig3", "fig4", "fig5", "sec5"):
+        names |= set(json.loads((quick_outputs / f"{source}.json").read_text())["experiments"])
+    assert set(runs) == names
+    claims = doc["claims"]
+    assert claims["n_runs"] == len(names)
+    capped = {n for n, r in runs.items() if r["stop_reason"] in ("max_iter", "max_time")}
+    assert set(claims["stopped_by_cap_last_change"]) == capped
+    assert set(claims["stopped_by_convergence_rule"]) == set(runs) - capped
