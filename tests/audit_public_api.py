@@ -55,7 +55,9 @@ RULES = {
         "within 1e-3, projections on their norms within 1e-6, a start not left all zero; "
         "for c*V (c = 1e-320 ... 1e300) the same relative error and H (scale-free outputs "
         "for the others) within rtol 1e-6 as for (c*V)/c, the data as rounded at that "
-        "scale; a list, object array, Fortran-order, read-only or unmasked masked array "
+        "scale (for the subnormal 1e-320 also within 4 subnormal units of the output's "
+        "largest entry, about 8e-4 of it: all a subnormal output can hold); a list, "
+        "object array, Fortran-order, read-only or unmasked masked array "
         "gives the plain array's result within 1e-6; a masked array with masked entries "
         "gives a result that differs from ignoring the mask. A wrong-type value with one "
         "obvious meaning (numeric text such as '0.5', a text flag) that is accepted and "
@@ -343,6 +345,7 @@ def estimator_targets():
         lambda x: fitted().inverse_transform(x),
         lambda out, x: _finite("output", out),
         _scale_free,
+        negative_ok=True,  # a linear map: negative codes have a meaning
     )
 
 
@@ -1165,9 +1168,18 @@ def error_verdict(exc, tb, arg):
     }
 
 
-def close(a, b, rtol):
+def close(a, b, rtol, atol=None):
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    return a.shape == b.shape and np.allclose(a, b, rtol=rtol, atol=rtol * 1e-3, equal_nan=True)
+    atol = rtol * 1e-3 if atol is None else atol
+    return a.shape == b.shape and np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def subnormal_atol(c, base):
+    """What an output in the data's units can hold at scale c, relative to its largest
+    entry: 4 units of the smallest subnormal (4.9e-324) where c * max|base| is subnormal
+    (about 8e-4 for c = 1e-320), else 1e-9."""
+    top = c * float(np.max(np.abs(base)))
+    return max(1e-9, 4 * 5e-324 / top) if top < np.finfo(float).tiny else 1e-9
 
 
 class Judge:
@@ -1251,7 +1263,7 @@ class Judge:
                 return ["differs from the plain array's result"]
             elif case.expect == "scale":
                 got = target.scale_key(out)
-                if not close(got, ref[1], 1e-6):
+                if not close(got, ref[1], 1e-6, subnormal_atol(c, target.base)):
                     return [f"differs from the unscaled result: {_worst(got, ref[1])}"]
         return []
 
@@ -1322,6 +1334,7 @@ def warm_up():
         nmfsc.project(V[:, 0], 2.0, 1.0, method="hoyer")
         nmfsc.project_batch(V, 2.0, 1.0)
         nmfsc.SparseNMF(3, sparseness_components=0.5, max_iter=3).fit(V.T).transform(V.T)
+        nmfsc.compare(V, 3, sparseness_w=0.6, seeds=(0,), max_iter=2, progress=False)
 
 
 class Worker:
