@@ -1445,6 +1445,17 @@ def report(records, limit, elapsed):
         print(f"\n## correct, but lenient: accepted a wrong-type value ({len(lenient)})")
         for r in lenient:
             print(f"- [{r['id']}] {r['target']} | {r['input']}")
+    refused = [
+        r
+        for r in records
+        if r["expect"] == "scale"
+        and r["verdict"] == "clear error"
+        and r.get("exception") != "CheckpointMismatchError"  # the data did change
+    ]
+    if refused:
+        print(f"\n## clear errors on scaled data, which have an answer: to review ({len(refused)})")
+        for r in refused:
+            print(f"- [{r['id']}] {r['target']} | {r['input']}: {r['exception']}: {r['message']}")
     for category in ("silent wrong", "unclear error", "hang", "audit error"):
         listed = [r for r in records if r["verdict"] == category]
         if listed:
