@@ -52,7 +52,8 @@ RULES = {
         "target's checks: right type and shape, finite (NaN only where documented: the "
         "score of an all-zero vector, summarize_scores of NaN or no values), non-negative "
         "factors and codes, finite relative error and objective, sparseness constraints met "
-        "within 1e-3, projections on their norms within 1e-6, a start not left all zero; "
+        "within 1e-3, projections on their norms within 1e-6, no component (column of W, "
+        "row of H) left all zero from a given start; "
         "for c*V (c = 1e-320 ... 1e300) the same relative error and H (scale-free outputs "
         "for the others) within rtol 1e-6 as for (c*V)/c, the data as rounded at that "
         "scale (for the subnormal 1e-320 also within 4 subnormal units of the output's "
@@ -73,7 +74,7 @@ RULES = {
     "silent wrong": (
         "returned, but the result fails a check above (NaN/inf, negative factors, "
         "constraints violated, a different answer at another scale, a mask dropped, a "
-        "factor left all zero), or returned for an input that must be refused (NaN, inf "
+        "component left all zero), or returned for an input that must be refused (NaN, inf "
         "or negative data, complex, text, wrong ndim, empty, an out-of-range or wrong-type "
         "parameter without one obvious meaning), or mutated an input"
     ),
@@ -683,10 +684,20 @@ def solver_param_cases():
 
 
 def check_start(res, sw):
-    """A result from a given start: checked, and not stuck at an all-zero factor."""
+    """A result from a given start: checked, and no component stuck at zero.
+
+    The data are positive, so a component (a column of W or a row of H) left all zero
+    is a start the updates cannot leave (multiplicative updates keep zeros), not an
+    answer.
+    """
     bad = check_result(res, sw)
     if not bad:
-        bad += [f"{name} is all zero" for name, F in (("W", res.W), ("H", res.H)) if not F.any()]
+        for name, F, axis in (("W", res.W, 0), ("H", res.H, 1)):
+            dead = np.flatnonzero(~F.any(axis=axis))
+            if not F.any():
+                bad.append(f"{name} is all zero")
+            elif dead.size:
+                bad.append(f"component(s) {dead.tolist()} of {name} all zero")
     return bad
 
 
