@@ -216,6 +216,50 @@ def test_zero_starts_of_the_divergence_solvers_are_refused(solver, start, factor
         solver(V, 3, random_state=0, max_iter=5, **start)
 
 
+ZERO_ROW_H = np.where(np.arange(3)[:, None] == 1, 0.0, np.ones((3, 15)))
+ZERO_COLUMN_W = np.where(np.arange(3) == 1, 0.0, np.ones((12, 3)))
+
+
+@pytest.mark.parametrize(
+    "solver, params, start, factor",
+    [
+        # a factor left to multiplicative updates keeps a zero component at zero
+        (nmfsc.nmf_euclidean, {}, {"W_init": np.zeros((12, 3))}, "W"),
+        (nmfsc.nmf_euclidean, {}, {"H_init": np.zeros((3, 15))}, "H"),
+        (nmfsc.nmf_euclidean, {}, {"H_init": ZERO_ROW_H}, "H"),
+        (nmfsc.nmf_euclidean, {}, {"W_init": ZERO_COLUMN_W}, "W"),
+        (nmfsc.nmf_sc, {"sparseness_w": 0.6}, {"H_init": ZERO_ROW_H}, "H"),
+        (nmfsc.nmf_sc, {"sparseness_h": 0.6}, {"W_init": ZERO_COLUMN_W}, "W"),
+        (nmfsc.nmf_sc, {}, {"H_init": np.zeros((3, 15))}, "H"),
+    ],
+)
+def test_zero_components_of_a_euclidean_start_are_refused(solver, params, start, factor):
+    """The audit found these runs ending with a lost component (or W H = 0,
+    relative error 1.0, converged=True)."""
+    what = "column" if factor == "W" else "row"
+    with pytest.raises(ValueError, match=f"starting {factor} .* all-zero {what}"):
+        solver(V, 3, random_state=0, max_iter=5, **params, **start)
+
+
+def test_a_projected_factor_may_start_with_a_zero_component():
+    """nmf_sc's projection moves a zero column of W (sparseness_w set): allowed."""
+    res = nmfsc.nmf_sc(V, 3, sparseness_w=0.6, W_init=ZERO_COLUMN_W, random_state=0)
+    assert np.all(np.any(res.W > 0, axis=0)) and np.isfinite(res.relative_error)
+
+
+@pytest.mark.parametrize("solver", [nmfsc.nmf_sc, nmfsc.nmf_euclidean, nmfsc.nmf_divergence])
+@pytest.mark.parametrize("c", [1e-300, 1e-16, 1e16, 1e300])
+def test_a_start_far_from_the_data_scale_is_refused(solver, c):
+    W0 = np.abs(np.random.default_rng(1).standard_normal((12, 3)))
+    with pytest.raises(ValueError, match="times V's scale"):
+        solver(V, 3, W_init=W0 * c, random_state=0, max_iter=5)
+
+
+def test_part_recovery_refuses_all_zero_parts():
+    with pytest.raises(ValueError, match="true_parts is all zero"):
+        datasets.part_recovery(V[:, :3], np.zeros((12, 3)))
+
+
 @pytest.mark.parametrize("case", sorted(MASKED))
 def test_masked_arrays_are_refused(case):
     call, name = MASKED[case]

@@ -127,3 +127,18 @@ def test_objective_factor_keeps_the_usual_scales_in_the_data_units():
     assert objective_factor(1e75, 2) == (1e75**2, "V")
     assert objective_factor(1e76, 2) == (1.0, "V / scale")
     assert objective_factor(1e-151, 1) == (1.0, "V / scale")
+
+
+@pytest.mark.parametrize("c", [1e-300, 1e-200, 1e100, 1e200, 1e300])
+def test_transform_of_scaled_data_gives_scaled_codes(c):
+    """The audit: transform(X * 1e-300) gave all-NaN codes, X * 1e100 all zeros."""
+    est, _, codes = fit_estimator(V.T)
+    np.testing.assert_allclose(est.transform(V.T * c) / c, codes, rtol=1e-9, atol=1e-300)
+
+
+@pytest.mark.parametrize("c", [1e-300, 1e-200, 1e200, 1e300])
+def test_part_recovery_is_scale_free(c):
+    W, parts = V[:, :3], V[:, 3:6]
+    ref = nmfsc.datasets.part_recovery(W, parts)
+    assert nmfsc.datasets.part_recovery(W * c, parts) == pytest.approx(ref, rel=1e-12)
+    assert nmfsc.datasets.part_recovery(W, parts * c) == pytest.approx(ref, rel=1e-12)

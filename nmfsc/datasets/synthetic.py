@@ -157,7 +157,8 @@ def part_recovery(W: np.ndarray, true_parts: np.ndarray) -> float:
     Raises
     ------
     ValueError
-        If an input is not 2-D, is empty, holds NaN or infinity, or the row counts differ.
+        If an input is not 2-D, is empty, holds NaN or infinity, the row counts
+        differ, or every true part is zero.
     TypeError
         If an input is not numeric, or is a masked array.
     """
@@ -170,11 +171,20 @@ def part_recovery(W: np.ndarray, true_parts: np.ndarray) -> float:
             f"W {W.shape} and true_parts {T.shape} must be 2-D with the "
             f"same number of rows (pixels)"
         )
+    if not np.any(T):
+        raise ValueError(
+            "true_parts is all zero: a part must have a non-zero entry to be recovered"
+        )
     similarity = _unit_columns(T).T @ _unit_columns(W)
     rows, cols = linear_sum_assignment(similarity, maximize=True)
     return float(similarity[rows, cols].sum() / T.shape[1])
 
 
 def _unit_columns(A: np.ndarray) -> np.ndarray:
+    """A's columns at unit L2 norm (zero columns stay zero), at any scale of A:
+    each column is first divided by its largest magnitude, so that the norm
+    neither underflows (1e-300) nor overflows (1e300)."""
+    peaks = np.max(np.abs(A), axis=0)
+    A = np.divide(A, peaks, out=np.zeros_like(A), where=peaks > 0)
     norms = np.linalg.norm(A, axis=0)
     return np.divide(A, norms, out=np.zeros_like(A), where=norms > 0)

@@ -117,6 +117,53 @@ def nndsvd(data, M, variant, rng):
     return W, H
 
 
+#: A given start whose scale, max(W0) * max(H0) against max(V / max V) = 1, is
+#: beyond 1e+-START_EXPONENT_LIMIT is refused. The multiplicative updates add
+#: eps = 1e-9 to their denominators, so a start far below the data's scale
+#: shrinks to W H = 0 (measured on 12 x 15 data: nmf_euclidean from W_init at
+#: 1e-16 times, nmf_sc at 1e-20), and far above it they overflow or collapse
+#: (nmf_euclidean at 1e25 times); within 1e+-12 every solver recovered.
+START_EXPONENT_LIMIT = 12
+
+
+def refuse_dead_components(solver, W=None, H=None):
+    """Refuse a start with an all-zero column of ``W`` or row of ``H`` (those given).
+
+    A multiplicative update multiplies every entry, so such a component stays
+    zero for good (and the divergence updates divide by its sum: NaN); the run
+    would quietly lose it.
+    """
+    for name, factor, axis, what in (("W", W, 0, "column"), ("H", H, 1, "row")):
+        if factor is None:
+            continue
+        zero = np.flatnonzero(~np.any(factor != 0, axis=axis))
+        if zero.size:
+            raise ValueError(
+                f"{solver}: the starting {name} (from {name}_init or init) has {zero.size} "
+                f"all-zero {what}(s), the first is {what} {zero[0]}; the multiplicative "
+                f"updates keep a zero {what} at zero (and divide by its sum), so that "
+                f"component is lost: give every {what} of {name}_init a positive entry "
+                f"(init='nndsvd' leaves zeros: use 'nndsvda')"
+            )
+
+
+def refuse_far_start(W0, H0):
+    """Refuse given factors (in V / max(V)'s units) whose product is absurdly far
+    from the data's scale (see :data:`START_EXPONENT_LIMIT`)."""
+    with np.errstate(over="ignore", under="ignore"):
+        size = float(np.max(W0, initial=0.0)) * float(np.max(H0, initial=0.0))
+    if size == 0.0 or not np.isfinite(size):
+        return  # all-zero or non-finite starts are refused elsewhere
+    exponent = np.log10(size)
+    if abs(exponent) > START_EXPONENT_LIMIT:
+        raise ValueError(
+            f"W_init and H_init are about 1e{exponent:+.0f} times V's scale "
+            f"(max(W_init) * max(H_init) / max(V)), more than 1e{START_EXPONENT_LIMIT} off; "
+            f"from such a start the updates collapse to W H = 0: "
+            f"scale W_init (it is in V's units) or H_init so that W_init @ H_init is near V"
+        )
+
+
 def fresh_start(steps, settings, scale, shape):
     """The solver's start state for a run that does not resume.
 
@@ -139,6 +186,8 @@ def fresh_start(steps, settings, scale, shape):
         W0 = settings.W_init / scale
     if settings.H_init is not None:
         H0 = settings.H_init.copy()
+    if settings.W_init is not None or settings.H_init is not None:
+        refuse_far_start(W0, H0)
     dtype = steps.data.dtype
     W0 = np.ascontiguousarray(W0, dtype=dtype)
     H0 = np.ascontiguousarray(H0, dtype=dtype)

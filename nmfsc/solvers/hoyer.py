@@ -62,6 +62,7 @@ from nmfsc.solvers._objective import (
     multiplicative_w_update,
 )
 from nmfsc.solvers._settings import LoopSettings, takes_loop_settings
+from nmfsc.solvers._start import refuse_dead_components
 from nmfsc.sparseness import l1_for_sparseness
 
 __all__ = ["fit_coefficients", "nmf_sc"]  # fit_coefficients: nmfsc.SparseNMF.transform
@@ -122,7 +123,10 @@ class HoyerSteps(SquaredErrorSteps):
     # --- start ------------------------------------------------------------
     def initialize(self, W, H):
         """SPEC: rows of H to unit L2 norm; project W's columns (L2 = 1) if s_W is
-        set and H's rows if s_H is set. Step sizes start at 1."""
+        set and H's rows if s_H is set. Step sizes start at 1. A factor left to
+        multiplicative updates may not have an all-zero column (W) or row (H):
+        it could never move (see :meth:`refuse_dead`)."""
+        self.refuse_dead(W, H)
         norms = np.linalg.norm(H, axis=1, keepdims=True)
         H = H / np.where(norms > 0, norms, 1.0)  # a zero row stays zero
         if self.proj_w is not None:
@@ -135,6 +139,13 @@ class HoyerSteps(SquaredErrorSteps):
             "mu_W": 1.0,
             "mu_H": 1.0,
         }
+
+    def refuse_dead(self, W, H):
+        """Refuse zero components of the factors that take multiplicative updates
+        (a projected factor is moved by its projection)."""
+        refuse_dead_components(
+            "nmf_sc", W if self.proj_w is None else None, H if self.proj_h is None else None
+        )
 
     def step_sizes(self, state):
         return (float(state["mu_W"]), float(state["mu_H"]))
@@ -249,6 +260,11 @@ class CoefficientSteps(HoyerSteps):
     def __init__(self, data, n_components, sparseness_h):
         super().__init__(data, n_components, None, sparseness_h)
 
+    def refuse_dead(self, W, H):
+        """Only H moves: a zero column of the given basis W just gives that
+        component zero coefficients."""
+        refuse_dead_components(self.name, None, H if self.proj_h is None else None)
+
     def step(self, state):
         W, H = state["W"], state["H"]
         mu_h = float(state["mu_H"])
@@ -295,9 +311,41 @@ def fit_coefficients(V, W, *, sparseness_h=None, **loop):
     def make_steps(Vn, M):
         return CoefficientSteps(Vn, M, s_h)
 
-    settings = dataclasses.replace(settings, W_init=W)
+    ratio = _basis_ratio(V, W, s_h)
+    settings = dataclasses.replace(settings, W_init=W if ratio is None else W * ratio)
     params = {"sparseness_h": s_h, "fixed_W": True}
-    return solve(make_steps, V, W.shape[1], solver_params=params, settings=settings)
+    result = solve(make_steps, V, W.shape[1], solver_params=params, settings=settings)
+    if ratio is None:
+        return result
+    with np.errstate(over="ignore"):
+        H = result.H * ratio
+    if not np.isfinite(H).all():
+        raise FloatingPointError(
+            f"the coefficients overflow float64: V is about {ratio:.1e} times the scale "
+            "of the basis W; rescale V or W"
+        )
+    return dataclasses.replace(result, W=W.astype(result.W.dtype), H=H)
+
+
+def _basis_ratio(V, W, sparseness_h):
+    """``max(V) / max(W)`` when the coefficients are free (no sparseness_h): the
+    H step then runs with the basis at the data's scale, ``W * ratio``, and
+    the coefficients are multiplied back by ``ratio`` (W H is unchanged), so a
+    basis fitted at another scale (transform of data 1e-300 times smaller)
+    neither overflows nor drowns in the updates' eps. With sparseness_h the
+    rows of H have unit norm and cannot take a scale: None, W as given.
+    Invalid V or W: None (the checks of the run report them)."""
+    if sparseness_h is not None or not np.issubdtype(W.dtype, np.floating):
+        return None
+    try:
+        V_max = float(V.max())
+        W_max = float(np.max(W))
+    except (TypeError, ValueError, AttributeError):
+        return None
+    if not (np.isfinite(V_max) and np.isfinite(W_max) and V_max > 0 and W_max > 0):
+        return None
+    ratio = V_max / W_max
+    return ratio if 0.0 < ratio < np.inf else None
 
 
 #: The algorithms ``nmf_sc(solver=...)`` offers; "hoyer", the paper's, is the default.

@@ -17,6 +17,7 @@ from nmfsc.solvers._docs import DIVERGENCE_UNITS, EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import Steps, solve
 from nmfsc.solvers._objective import ColumnGram, SquaredErrorSteps, multiplicative_w_update
 from nmfsc.solvers._settings import LoopSettings, takes_loop_settings
+from nmfsc.solvers._start import refuse_dead_components
 
 __all__ = ["QuotientSteps", "nmf_divergence", "nmf_euclidean"]
 
@@ -31,6 +32,12 @@ class EuclideanSteps(SquaredErrorSteps):
     def __init__(self, data, n_components):
         super().__init__(data, n_components)
         self.w_gram = ColumnGram()  # W^T W, computed once per W array
+
+    def initialize(self, W, H):
+        """The start as given, refused with an all-zero column of W or row of H
+        (the multiplicative updates could never move it)."""
+        refuse_dead_components(self.name, W, H)
+        return super().initialize(W, H)
 
     def step(self, state):
         W0, H0 = state["W"], state["H"]
@@ -79,16 +86,7 @@ class QuotientSteps(Steps):
     def initialize(self, W, H):
         """The start as given, refused if a column of W or a row of H is all zero:
         the updates divide by those sums, so such a start can only give NaN."""
-        for factor, sums, what in ((W, W.sum(axis=0), "column"), (H, H.sum(axis=1), "row")):
-            zero = np.flatnonzero(sums == 0)
-            if zero.size:
-                name = "W" if factor is W else "H"
-                raise ValueError(
-                    f"{self.name}: the starting {name} (from {name}_init or init) has "
-                    f"{zero.size} all-zero {what}(s), the first is {what} {zero[0]}; the "
-                    f"multiplicative updates divide by each {what}'s sum, so it can never "
-                    f"move: give every {what} of {name}_init a positive entry"
-                )
+        refuse_dead_components(self.name, W, H)
         return super().initialize(W, H)
 
     def start(self, state):
