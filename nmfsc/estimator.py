@@ -280,14 +280,14 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             With ``init="custom"``, the start of ``components_`` (nmf_sc's
             ``W_init.T``).
         """
-        X = check_input(self, X, reset=True)
+        data = check_input(self, X, reset=True)
         s_w = check_optional_sparseness(self.sparseness_components, "sparseness_components")
         s_h = check_optional_sparseness(self.sparseness_coefficients, "sparseness_coefficients")
-        self._check_coefficient_samples(X, s_h)
+        self._check_coefficient_samples(data, s_h)
         stop = InitialObjectiveStop(self.tol, self.window)
         result = nmf_sc(
-            X.T,
-            self._n_components_for(X),
+            data.T,
+            self._n_components_for(data),
             sparseness_w=s_w,
             sparseness_h=s_h,
             solver=self._check_solver(),
@@ -301,7 +301,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.components_ = result.W.T
         self.n_components_ = result.W.shape[1]
         self.n_iter_ = result.n_iter
-        self.reconstruction_err_ = _frobenius_error(X, Z, self.components_, result)
+        self.reconstruction_err_ = _frobenius_error(data, Z, self.components_, result)
         return Z
 
     def fit(
