@@ -240,9 +240,9 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             "callback": stop,
         }
 
-    def _custom_start(self, W: ArrayLike | None, H: ArrayLike | None) -> dict[str, Any]:
+    def _custom_start(self, X: Any, W: ArrayLike | None, H: ArrayLike | None) -> dict[str, Any]:
         """nmf_sc's W_init / H_init from scikit-learn's W (samples x components)
-        and H (components x features), only with init="custom"."""
+        and H (components x features) for X, only with init="custom"."""
         if self.init != "custom":
             if W is not None or H is not None:
                 raise ValueError(
@@ -254,6 +254,13 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             raise ValueError("init='custom' needs both W and H: fit(X, W=..., H=...)")
         W_arr = as_float_array(W, "W", ndim=2)
         H_arr = as_float_array(H, "H", ndim=2)
+        M = self._n_components_for(X)
+        for name, arr, shape in (("W", W_arr, (X.shape[0], M)), ("H", H_arr, (M, X.shape[1]))):
+            if arr.shape != shape:
+                raise ValueError(
+                    f"{name} has shape {arr.shape}; for X of shape {X.shape} and "
+                    f"n_components={M} it must be {shape}"
+                )
         return {"W_init": H_arr.T, "H_init": W_arr.T}
 
     # --- fitting ----------------------------------------------------------------
@@ -292,7 +299,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             sparseness_h=s_h,
             solver=self._check_solver(),
             init=self.init,
-            **self._custom_start(W, H),
+            **self._custom_start(data, W, H),
             **self._loop_options(stop),
         )
         result = stop.relabel(result)

@@ -112,6 +112,8 @@ def test_custom_start_is_scikit_learns_w_and_h(X):
     np.testing.assert_array_equal(model.components_, res.W.T)
     with pytest.raises(ValueError, match="init='custom' needs both W and H"):
         SparseNMF(3, init="custom").fit(X, W=W0)
+    with pytest.raises(ValueError, match=r"H has shape \(2, 30\); .* must be \(3, 30\)"):
+        SparseNMF(3, init="custom").fit(X, W=W0, H=H0[:2])
     with pytest.raises(ValueError, match="got init='random'. Set init='custom'"):
         SparseNMF(3).fit(X, W=W0, H=H0)
 
