@@ -8,12 +8,18 @@ General arrays and numbers (:func:`as_float_array`, :func:`check_sparseness`,
 arrays (:func:`reject_masked`, which :func:`as_float_array` applies).
 """
 
+from __future__ import annotations
+
 import numbers
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 
-def as_float_array(x, name, ndim=None, allow_empty=False):
+def as_float_array(
+    x: Any, name: str, ndim: int | None = None, allow_empty: bool = False
+) -> NDArray[np.float64]:
     """Return ``x`` as a float64 ndarray, rejecting what cannot be projected.
 
     Raises ``ValueError`` naming ``name`` for a wrong number of dimensions, an

@@ -1,73 +1,39 @@
-"""A scikit-learn style estimator around :func:`nmfsc.nmf_sc`.
+"""A scikit-learn estimator around :func:`nmfsc.nmf_sc`.
 
-scikit-learn is optional: with it installed, :class:`SparseNMF` is a
-``BaseEstimator`` and ``TransformerMixin`` (clone, pipelines, grid search,
-``set_output``) and validates its input with scikit-learn's own checks;
-without it, a small base class gives ``get_params`` / ``set_params`` and the
-input is checked by nmfsc's own validation. Either way the factorization is
-the one :func:`nmfsc.nmf_sc` computes: ``fit`` calls it on ``X.T``.
+scikit-learn is optional (see :mod:`nmfsc._estimator_base`): with it,
+:class:`SparseNMF` is a full scikit-learn estimator (clone, pipelines, grid
+search, ``set_output``, ``get_feature_names_out``) and passes scikit-learn's
+``check_estimator``; without it, the same methods work on NumPy and SciPy input.
+Either way the factorization is the one :func:`nmfsc.nmf_sc` computes: ``fit``
+calls it on ``X.T``, and ``transform`` calls
+:func:`nmfsc.solvers.hoyer.fit_coefficients`. This module validates the
+estimator's parameters and maps them onto those two calls; it holds no solver.
 """
 
 from __future__ import annotations
 
-import inspect
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-from nmfsc._validation import (
-    as_float_array,
-    check_data,
-    check_optional_sparseness,
-    reject_masked,
+from nmfsc._estimator_base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    InitialObjectiveStop,
+    TransformerMixin,
+    check_fitted,
+    check_input,
 )
+from nmfsc._validation import as_float_array, check_optional_sparseness, check_positive_int
 from nmfsc.solvers._data import frobenius_norm
-from nmfsc.solvers.hoyer import fit_coefficients, nmf_sc
+from nmfsc.solvers._result import NMFResult
+from nmfsc.solvers.hoyer import SOLVERS, fit_coefficients, nmf_sc
 
 __all__ = ["SparseNMF"]
 
-try:  # scikit-learn is optional
-    from sklearn.base import BaseEstimator, TransformerMixin
-    from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
-    _HAVE_SKLEARN = True
-except ImportError:  # pragma: no cover - exercised only without scikit-learn
-    _HAVE_SKLEARN = False
-
-    class BaseEstimator:
-        """Minimal stand-in for scikit-learn's BaseEstimator: get/set_params."""
-
-        @classmethod
-        def _get_param_names(cls):
-            sig = inspect.signature(cls.__init__)
-            return sorted(
-                p.name
-                for p in sig.parameters.values()
-                if p.name != "self" and p.kind != p.VAR_KEYWORD
-            )
-
-        def get_params(self, deep=True):
-            return {name: getattr(self, name) for name in self._get_param_names()}
-
-        def set_params(self, **params):
-            valid = self._get_param_names()
-            for key, value in params.items():
-                if key not in valid:
-                    raise ValueError(
-                        f"Invalid parameter {key!r} for estimator {type(self).__name__}; "
-                        f"valid parameters are {valid}"
-                    )
-                setattr(self, key, value)
-            return self
-
-        def __repr__(self):
-            args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-            return f"{type(self).__name__}({args})"
-
-    class TransformerMixin:
-        """Minimal stand-in for scikit-learn's TransformerMixin."""
-
-
-class SparseNMF(TransformerMixin, BaseEstimator):
+class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     r"""Non-negative matrix factorization with sparseness constraints, as an estimator.
 
     ``X ~ Z @ components_`` with ``Z = fit_transform(X)`` (n_samples x
@@ -75,7 +41,8 @@ class SparseNMF(TransformerMixin, BaseEstimator):
     non-negative; the sparseness of the basis vectors and/or of the
     coefficients is fixed (Hoyer 2004). This is :func:`nmfsc.nmf_sc` in
     scikit-learn's orientation: ``fit(X)`` calls ``nmf_sc(X.T, ...)`` and
-    stores the result, so the factors are bit-identical to the function's.
+    stores the result, so the iterates are bit-identical to the function's;
+    only the stopping test is scikit-learn's (see ``tol``).
 
     Correspondence with the paper (``V ~ W H``, V is N x T, one sample per
     column) and with :func:`nmfsc.nmf_sc`:
@@ -98,8 +65,9 @@ class SparseNMF(TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_components : int
-        M, the number of components.
+    n_components : int or None, default None
+        M, the number of components; None means all features
+        (``n_components_ = n_features``), as in scikit-learn's NMF.
     sparseness_components : float in [0, 1] or None, default None
         Hoyer sparseness of every row of ``components_`` (the paper's s_W);
         None leaves the basis unconstrained.
@@ -111,8 +79,15 @@ class SparseNMF(TransformerMixin, BaseEstimator):
     max_iter : int, default 10000
         Iteration limit of ``fit`` and of ``transform``.
     tol : float, default 1e-5
-        Stop when the objective changed by less than ``tol`` (relative) over
-        ``window`` iterations (see :func:`nmfsc.nmf_sc`).
+        Stop when, over the last ``window`` iterations, the objective changed
+        by less than ``tol`` times its value after the first iteration:
+        :math:`|E_{k-w} - E_k| < \mathrm{tol}\, E_1`, scikit-learn's test
+        (``nmfsc._estimator_base.InitialObjectiveStop``). It fires no later than
+        :func:`nmfsc.nmf_sc`'s own test (which divides by :math:`E_{k-w}`),
+        and unlike that one it also fires when the objective tends to zero, as
+        it does for an exact factorization (e.g. ``n_components`` equal to
+        the number of features, the default). ``result_.stop_reason`` is then
+        ``"tol"``.
     window : int, default 10
         Iterations over which the relative change is measured.
     max_time : float or None, default None
@@ -120,9 +95,13 @@ class SparseNMF(TransformerMixin, BaseEstimator):
     random_state : None, int or numpy.random.Generator, default None
         Seed of the random start (an int makes fit and transform
         reproducible; a Generator is advanced).
-    init : {"random", "nndsvd", "nndsvda", "nndsvdar"}, default "random"
-        The start of ``fit`` (see :func:`nmfsc.nmf_sc`); ``transform``
-        always starts its coefficients from the random draw.
+    init : {"random", "nndsvd", "nndsvda", "nndsvdar", "custom"}, default "random"
+        The start of ``fit`` (see :func:`nmfsc.nmf_sc`); with "custom", the
+        ``W`` and ``H`` passed to ``fit`` (scikit-learn's names and shapes).
+        ``transform`` always starts its coefficients from the random draw.
+    solver : str, default "hoyer"
+        The algorithm of :func:`nmfsc.nmf_sc`, one of
+        :data:`nmfsc.solvers.hoyer.SOLVERS`; "hoyer" is the paper's.
     progress : bool, default False
         Show a tqdm progress bar.
 
@@ -163,6 +142,15 @@ class SparseNMF(TransformerMixin, BaseEstimator):
     A run that stops at ``max_iter`` or ``max_time`` gives
     :class:`nmfsc.ConvergenceWarning`.
 
+    With scikit-learn installed, SparseNMF passes scikit-learn's
+    ``check_estimator`` in its default configuration. float32 input gives
+    float32 factors and coefficients; scipy.sparse CSR / CSC input is never
+    made dense. ``get_feature_names_out`` names the outputs ``sparsenmf0``,
+    ``sparsenmf1``, ... (so ``set_output(transform="pandas")`` works), and
+    :meth:`score` is minus the reconstruction error of ``transform``, so that
+    ``GridSearchCV(SparseNMF(...), {"sparseness_components": [...]})`` selects
+    by reconstruction without a scorer.
+
     Examples
     --------
     >>> import numpy as np
@@ -178,18 +166,19 @@ class SparseNMF(TransformerMixin, BaseEstimator):
 
     def __init__(
         self,
-        n_components,
+        n_components: int | None = None,
         *,
-        sparseness_components=None,
-        sparseness_coefficients=None,
-        max_iter=10000,
-        tol=1e-5,
-        window=10,
-        max_time=None,
-        random_state=None,
-        progress=False,
-        init="random",
-    ):
+        sparseness_components: float | None = None,
+        sparseness_coefficients: float | None = None,
+        max_iter: int = 10000,
+        tol: float = 1e-5,
+        window: int = 10,
+        max_time: float | None = None,
+        random_state: Any = None,
+        progress: bool = False,
+        init: str = "random",
+        solver: str = "hoyer",
+    ) -> None:
         self.n_components = n_components
         self.sparseness_components = sparseness_components
         self.sparseness_coefficients = sparseness_coefficients
@@ -200,44 +189,38 @@ class SparseNMF(TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.progress = progress
         self.init = init
+        self.solver = solver
 
     # --- tags (scikit-learn) -------------------------------------------------
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.positive_only = True  # NMF: X must be >= 0
         tags.input_tags.sparse = True  # CSR and CSC, never made dense
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
-    def _more_tags(self):  # scikit-learn < 1.6
-        return {"requires_positive_X": True}
+    def _more_tags(self) -> dict[str, Any]:  # scikit-learn < 1.6
+        return {"requires_positive_X": True, "preserves_dtype": [np.float64, np.float32]}
 
-    # --- input ----------------------------------------------------------------
-    def _check_X(self, X, reset):
-        """X as a float array (n_samples, n_features), non-negative: float64 or
-        float32 (kept), dense or scipy.sparse CSR / CSC (kept sparse)."""
-        reject_masked(X, "X")  # scikit-learn's validate_data would drop the mask silently
-        if _HAVE_SKLEARN:
-            X = validate_data(
-                self, X, reset=reset, dtype=[np.float64, np.float32], accept_sparse=("csr", "csc")
-            )
-            check_non_negative(X, f"{type(self).__name__} (input X)")
-            return X
-        if hasattr(X, "nnz") and hasattr(X, "tocsr"):
-            X, _ = check_data(X) if X.nnz else (X, None)
-        else:
-            X = as_float_array(X, "X", ndim=2)
-        if reset:
-            self.n_features_in_ = X.shape[1]
-        elif X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                f"{self.n_features_in_} features as input."
-            )
-        if np.any(X < 0):
-            raise ValueError(f"Negative values in data passed to {type(self).__name__} (input X)")
-        return X
+    @property
+    def _n_features_out(self) -> int:
+        """The number of output features, for get_feature_names_out."""
+        return self.components_.shape[0]
 
-    def _check_coefficient_samples(self, X, s_h):
+    # --- parameters -------------------------------------------------------------
+    def _n_components_for(self, X: Any) -> int:
+        """n_components, or all features (scikit-learn's NMF default) when None."""
+        if self.n_components is None:
+            return int(X.shape[1])
+        return check_positive_int(self.n_components, "n_components")
+
+    def _check_solver(self) -> str:
+        if not isinstance(self.solver, str) or self.solver not in SOLVERS:
+            allowed = ", ".join(map(repr, SOLVERS))
+            raise ValueError(f"solver must be one of {allowed}; got {self.solver!r}")
+        return self.solver
+
+    def _check_coefficient_samples(self, X: Any, s_h: float | None) -> None:
         if s_h is not None and X.shape[0] < 2:
             raise ValueError(
                 f"sparseness_coefficients={s_h!r} constrains each component's coefficients "
@@ -246,7 +229,7 @@ class SparseNMF(TransformerMixin, BaseEstimator):
                 "sparseness_coefficients=None"
             )
 
-    def _loop_options(self):
+    def _loop_options(self, stop: InitialObjectiveStop) -> dict[str, Any]:
         """The solver loop's settings, the same for fit and transform."""
         return {
             "random_state": self.random_state,
@@ -255,78 +238,160 @@ class SparseNMF(TransformerMixin, BaseEstimator):
             "window": self.window,
             "max_time": self.max_time,
             "progress": self.progress,
+            "callback": stop,
         }
 
-    def _check_fitted(self):
-        if _HAVE_SKLEARN:
-            check_is_fitted(self, "components_")
-        elif not hasattr(self, "components_"):
-            raise AttributeError(
-                f"This {type(self).__name__} instance is not fitted yet; call 'fit' first"
-            )
+    def _custom_start(self, X: Any, W: ArrayLike | None, H: ArrayLike | None) -> dict[str, Any]:
+        """nmf_sc's W_init / H_init from scikit-learn's W (samples x components)
+        and H (components x features) for X, only with init="custom"."""
+        if self.init != "custom":
+            if W is not None or H is not None:
+                raise ValueError(
+                    f"W and H are the start of init='custom'; got init={self.init!r}. "
+                    "Set init='custom' to use them, or leave them out"
+                )
+            return {}
+        if W is None or H is None:
+            raise ValueError("init='custom' needs both W and H: fit(X, W=..., H=...)")
+        W_arr = as_float_array(W, "W", ndim=2)
+        H_arr = as_float_array(H, "H", ndim=2)
+        M = self._n_components_for(X)
+        for name, arr, shape in (("W", W_arr, (X.shape[0], M)), ("H", H_arr, (M, X.shape[1]))):
+            if arr.shape != shape:
+                raise ValueError(
+                    f"{name} has shape {arr.shape}; for X of shape {X.shape} and "
+                    f"n_components={M} it must be {shape}"
+                )
+        return {"W_init": H_arr.T, "H_init": W_arr.T}
 
     # --- fitting ----------------------------------------------------------------
-    def fit_transform(self, X, y=None):
+    def fit_transform(
+        self,
+        X: ArrayLike,
+        y: Any = None,
+        W: ArrayLike | None = None,
+        H: ArrayLike | None = None,
+    ) -> NDArray[np.floating]:
         """Fit to X and return its coefficients ``H.T``, shape (n_samples, n_components).
 
         The coefficients are those of the fit itself (no second solve).
+
+        Parameters
+        ----------
+        X : array-like or scipy.sparse CSR / CSC, shape (n_samples, n_features)
+            Non-negative data.
+        y : ignored
+        W : array-like, shape (n_samples, n_components), optional
+            With ``init="custom"``, the start of the coefficients (nmf_sc's
+            ``H_init.T``), as in scikit-learn's NMF.
+        H : array-like, shape (n_components, n_features), optional
+            With ``init="custom"``, the start of ``components_`` (nmf_sc's
+            ``W_init.T``).
         """
-        X = self._check_X(X, reset=True)
+        data = check_input(self, X, reset=True)
         s_w = check_optional_sparseness(self.sparseness_components, "sparseness_components")
         s_h = check_optional_sparseness(self.sparseness_coefficients, "sparseness_coefficients")
-        self._check_coefficient_samples(X, s_h)
+        self._check_coefficient_samples(data, s_h)
+        stop = InitialObjectiveStop(self.tol, self.window)
         result = nmf_sc(
-            X.T,
-            self.n_components,
+            data.T,
+            self._n_components_for(data),
             sparseness_w=s_w,
             sparseness_h=s_h,
+            solver=self._check_solver(),
             init=self.init,
-            **self._loop_options(),
+            **self._custom_start(data, W, H),
+            **self._loop_options(stop),
         )
+        result = stop.relabel(result)
         Z = result.H.T
         self.result_ = result
         self.components_ = result.W.T
         self.n_components_ = result.W.shape[1]
         self.n_iter_ = result.n_iter
-        # ||X|| times the relative error: finite at any scale of X, and no dense
-        # X - Z C (for sparse X it would be dense)
-        norm_x = frobenius_norm(X, result.scale)
-        self.reconstruction_err_ = float(result.relative_error * norm_x)
+        self.reconstruction_err_ = _frobenius_error(data, result)
         return Z
 
-    def fit(self, X, y=None):
-        """Fit the model to X (n_samples, n_features), non-negative. Returns self."""
-        self.fit_transform(X, y)
+    def fit(
+        self,
+        X: ArrayLike,
+        y: Any = None,
+        W: ArrayLike | None = None,
+        H: ArrayLike | None = None,
+    ) -> SparseNMF:
+        """Fit the model to X (n_samples, n_features), non-negative. Returns self.
+
+        ``W`` and ``H`` are the start with ``init="custom"`` (see
+        :meth:`fit_transform`).
+        """
+        self.fit_transform(X, y, W=W, H=H)
         return self
 
-    def transform(self, X):
+    def _coefficients(self, X: Any) -> tuple[NDArray[np.floating], NMFResult | None]:
+        """transform's coefficients of checked X, and the solver's result (None
+        for all-zero X, whose coefficients are zero)."""
+        s_h = check_optional_sparseness(self.sparseness_coefficients, "sparseness_coefficients")
+        self._check_coefficient_samples(X, s_h)
+        values = X.data if hasattr(X, "nnz") else X
+        if not np.any(values > 0):  # all zeros: the coefficients are zero
+            return np.zeros((X.shape[0], self.n_components_), dtype=X.dtype), None
+        stop = InitialObjectiveStop(self.tol, self.window)
+        result = fit_coefficients(
+            X.T,
+            self.components_.T,
+            sparseness_h=s_h,
+            **self._loop_options(stop),
+        )
+        return result.H.T, stop.relabel(result)
+
+    def transform(self, X: ArrayLike) -> NDArray[np.floating]:
         """Coefficients of X for the fitted ``components_``, shape (n_samples, n_components).
 
         nmf_sc's H step with the basis fixed, run to the stopping rule (see the
         class Notes for what ``sparseness_coefficients`` means here).
         """
-        self._check_fitted()
-        X = self._check_X(X, reset=False)
-        s_h = check_optional_sparseness(self.sparseness_coefficients, "sparseness_coefficients")
-        self._check_coefficient_samples(X, s_h)
-        values = X.data if hasattr(X, "nnz") else X
-        if not np.any(values > 0):  # all zeros: the coefficients are zero
-            return np.zeros((X.shape[0], self.n_components_), dtype=X.dtype)
-        result = fit_coefficients(
-            X.T,
-            self.components_.T,
-            sparseness_h=s_h,
-            **self._loop_options(),
-        )
-        return result.H.T
+        check_fitted(self, "components_")
+        X = check_input(self, X, reset=False)
+        return self._coefficients(X)[0]
 
-    def inverse_transform(self, X):
-        """Data from coefficients: ``X @ components_``, shape (n_samples, n_features)."""
-        self._check_fitted()
-        X = as_float_array(X, "X", ndim=2)
-        if X.shape[1] != self.n_components_:
+    def inverse_transform(self, X: ArrayLike) -> NDArray[np.floating]:
+        """Data from coefficients: ``X @ components_``, shape (n_samples, n_features).
+
+        float32 coefficients give float32 data (with float32 ``components_``).
+        """
+        check_fitted(self, "components_")
+        X_arr = as_float_array(X, "X", ndim=2)
+        if X_arr.shape[1] != self.n_components_:
             raise ValueError(
-                f"X has {X.shape[1]} columns, but {type(self).__name__} has "
+                f"X has {X_arr.shape[1]} columns, but {type(self).__name__} has "
                 f"{self.n_components_} components"
             )
-        return X @ self.components_
+        if getattr(X, "dtype", None) == np.float32:  # float32 in, float32 out
+            X_arr = X_arr.astype(np.float32)
+        return X_arr @ self.components_
+
+    def score(self, X: ArrayLike, y: Any = None) -> float:
+        r"""Minus the reconstruction error of X: :math:`-\lVert X - Z C \rVert_F`.
+
+        ``Z = transform(X)`` and ``C = components_``; higher is better, so
+        :class:`~sklearn.model_selection.GridSearchCV` and ``cross_val_score``
+        can select parameters with it out of the box. It is the Frobenius
+        norm, in the units of X, like ``reconstruction_err_`` (not averaged
+        over samples: compare scores of data sets of equal size, as the
+        folds of a cross-validation are).
+        """
+        check_fitted(self, "components_")
+        X = check_input(self, X, reset=False)
+        Z, result = self._coefficients(X)
+        return -_frobenius_error(X, result)
+
+
+def _frobenius_error(X: Any, result: NMFResult | None) -> float:
+    """``||X - Z @ components||_F`` of a run on X: its relative error times
+    ``||X||_F``, both computed on X / max(X), so finite at any scale of X and with
+    no dense X - Z @ components for sparse X. ``result`` None: Z is zero, the
+    error is ``||X||_F``."""
+    if result is None:
+        scale = float(X.max())
+        return 0.0 if scale == 0.0 else frobenius_norm(X, scale)
+    return float(result.relative_error * frobenius_norm(X, result.scale))

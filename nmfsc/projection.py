@@ -36,7 +36,12 @@ Computation is in float64 whatever the input dtype (float32 input is accepted
 and converted); the results are float64.
 """
 
+from __future__ import annotations
+
+from typing import Literal, overload
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from nmfsc._kernels import projection as _k
 from nmfsc._validation import as_float_array, reject_masked
@@ -96,7 +101,35 @@ def _raise_nonfinite(name, status, axis):
         raise ValueError(f"{name} contains NaN or infinity ({what} {int(bad[0])})")
 
 
-def project(x, l1, l2, *, nonneg=True, method="fast", return_passes=False):
+@overload
+def project(
+    x: ArrayLike,
+    l1: float,
+    l2: float,
+    *,
+    nonneg: bool = ...,
+    method: str = ...,
+    return_passes: Literal[False] = ...,
+) -> NDArray[np.float64]: ...
+@overload
+def project(
+    x: ArrayLike,
+    l1: float,
+    l2: float,
+    *,
+    nonneg: bool = ...,
+    method: str = ...,
+    return_passes: Literal[True],
+) -> tuple[NDArray[np.float64], int]: ...
+def project(
+    x: ArrayLike,
+    l1: float,
+    l2: float,
+    *,
+    nonneg: bool = True,
+    method: str = "fast",
+    return_passes: bool = False,
+) -> NDArray[np.float64] | tuple[NDArray[np.float64], int]:
     """Closest vector to ``x`` with L1 norm ``l1`` and L2 norm ``l2``.
 
     Parameters
@@ -141,9 +174,41 @@ def project(x, l1, l2, *, nonneg=True, method="fast", return_passes=False):
     return (out, int(passes)) if return_passes else out
 
 
+@overload
 def project_batch(
-    X, l1, l2, *, axis=0, nonneg=True, method="fast", parallel=False, return_passes=False
-):
+    X: ArrayLike,
+    l1: ArrayLike,
+    l2: ArrayLike,
+    *,
+    axis: int = ...,
+    nonneg: bool = ...,
+    method: str = ...,
+    parallel: bool = ...,
+    return_passes: Literal[False] = ...,
+) -> NDArray[np.float64]: ...
+@overload
+def project_batch(
+    X: ArrayLike,
+    l1: ArrayLike,
+    l2: ArrayLike,
+    *,
+    axis: int = ...,
+    nonneg: bool = ...,
+    method: str = ...,
+    parallel: bool = ...,
+    return_passes: Literal[True],
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]: ...
+def project_batch(
+    X: ArrayLike,
+    l1: ArrayLike,
+    l2: ArrayLike,
+    *,
+    axis: int = 0,
+    nonneg: bool = True,
+    method: str = "fast",
+    parallel: bool = False,
+    return_passes: bool = False,
+) -> NDArray[np.float64] | tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Project every column (``axis=0``) or row (``axis=1``) of ``X`` in one call.
 
     Parameters

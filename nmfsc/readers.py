@@ -12,8 +12,10 @@ The text and image formats are parsed in :mod:`nmfsc._parsers`.
 
 from __future__ import annotations
 
+import os
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import scipy.io
@@ -41,7 +43,9 @@ class DataFileError(ValueError):
     """
 
 
-def read_matrix(path, *, key=None, samples_as_rows=False):
+def read_matrix(
+    path: str | os.PathLike[str], *, key: str | None = None, samples_as_rows: bool = False
+) -> tuple[Any, tuple[int, int] | None, str]:
     """Read and check the data matrix V stored at ``path``.
 
     Parameters
@@ -108,7 +112,7 @@ def read_matrix(path, *, key=None, samples_as_rows=False):
     return V, None, name
 
 
-def check_n_components(V, n_components, *, source="V"):
+def check_n_components(V: Any, n_components: int, *, source: str = "V") -> None:
     """Check that V is large enough for ``n_components`` (K) components.
 
     nmfsc needs at least 2 features and 2 samples (Hoyer's sparseness is

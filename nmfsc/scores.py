@@ -23,7 +23,12 @@ All scores of an all-zero basis vector are NaN (the energy distribution and
 the spectrum are 0 / 0 there); no warning is raised for it.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from nmfsc._validation import as_float_array, check_image_shape, reject_masked
 from nmfsc.sparseness import sparseness, sparseness_or_nan
@@ -73,7 +78,7 @@ def _axis_variance(weights, coords):
     return np.sum(weights * (coords[None, :] - mean[:, None]) ** 2, axis=1)
 
 
-def uniform_spread(image_shape):
+def uniform_spread(image_shape: tuple[int, int]) -> float:
     """Spatial spread of a uniform image: ``sqrt((h^2 - 1)/12 + (w^2 - 1)/12)``.
 
     The standard deviation of a pixel index drawn uniformly from ``0..n-1`` is
@@ -84,7 +89,7 @@ def uniform_spread(image_shape):
     return float(np.sqrt((height**2 - 1) / 12.0 + (width**2 - 1) / 12.0))
 
 
-def locality(W, image_shape):
+def locality(W: ArrayLike, image_shape: tuple[int, int]) -> NDArray[np.float64]:
     r"""How concentrated in space each basis image's energy is.
 
     Each column ``w`` of ``W`` is read as an image of shape ``image_shape`` and
@@ -185,7 +190,8 @@ def _doubled_angle_grid(n_fft):
     return (k_col**2 - k_row**2) / k2, 2.0 * k_row * k_col / k2
 
 
-def orientation(W, patch_shape=(12, 12), on_off=True):
+def orientation(W: ArrayLike, patch_shape: tuple[int, int] = (12, 12),
+                on_off: bool = True) -> NDArray[np.float64]:  # fmt: skip
     r"""How much of each filter's spectral power lies at a single orientation.
 
     The filter of a column ``w`` is ``f = w[:P] - w[P:]`` (ON minus OFF,
@@ -266,7 +272,7 @@ def orientation(W, patch_shape=(12, 12), on_off=True):
     return np.clip(scores, 0.0, 1.0)
 
 
-def summarize_scores(values):
+def summarize_scores(values: ArrayLike) -> dict[str, Any]:
     """Mean, median, min and max of per-vector scores, ignoring NaN.
 
     Parameters
@@ -316,7 +322,7 @@ def _sparseness_values(X, axis):
     return sparseness_or_nan(X, axis)
 
 
-def sparseness_summary(W, H):
+def sparseness_summary(W: ArrayLike, H: ArrayLike) -> dict[str, dict[str, Any]]:
     """Sparseness of the basis vectors (columns of W) and coefficients (rows of H).
 
     Hoyer's measure ``(sqrt(n) - ||x||_1 / ||x||_2) / (sqrt(n) - 1)`` (see

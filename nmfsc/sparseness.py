@@ -12,7 +12,12 @@ results and the scores' summaries) returns NaN. Both compute the measure with
 the same operations, so they give the same bits wherever it is defined.
 """
 
+from __future__ import annotations
+
+from typing import overload
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from nmfsc._validation import (
     as_float_array,
@@ -28,7 +33,11 @@ __all__ = ["sparseness", "sparseness_or_nan", "l1_for_sparseness", "sparseness_f
 _NORM_RTOL = 1e-12
 
 
-def sparseness(x, axis=None):
+@overload
+def sparseness(x: ArrayLike, axis: None = ...) -> float: ...
+@overload
+def sparseness(x: ArrayLike, axis: int) -> NDArray[np.float64]: ...
+def sparseness(x: ArrayLike, axis: int | None = None) -> float | NDArray[np.float64]:
     """Hoyer's sparseness of a vector, or of every column or row of a matrix.
 
     Parameters
@@ -139,7 +148,15 @@ def _positive_norms(value, name):
     return arr
 
 
-def l1_for_sparseness(sparseness, n, l2=1.0):
+@overload
+def l1_for_sparseness(sparseness: float, n: int, l2: float = ...) -> float: ...
+@overload
+def l1_for_sparseness(
+    sparseness: ArrayLike, n: int, l2: ArrayLike = ...
+) -> float | NDArray[np.float64]: ...
+def l1_for_sparseness(
+    sparseness: ArrayLike, n: int, l2: ArrayLike = 1.0
+) -> float | NDArray[np.float64]:
     """The L1 norm that gives a length-``n`` vector with L2 norm ``l2`` the
     requested ``sparseness``: ``l1 = l2 * (sqrt(n) - (sqrt(n) - 1) * sparseness)``.
 
@@ -168,7 +185,7 @@ def l1_for_sparseness(sparseness, n, l2=1.0):
     return float(l1) if l1.ndim == 0 else l1
 
 
-def sparseness_for_l1(l1, l2, n):
+def sparseness_for_l1(l1: ArrayLike, l2: ArrayLike, n: int) -> NDArray[np.float64]:
     """Inverse of :func:`l1_for_sparseness`: ``(sqrt(n) - l1 / l2) / (sqrt(n) - 1)``.
 
     ``l1`` and ``l2`` are scalars or arrays of one shape (or broadcastable);

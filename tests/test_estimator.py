@@ -1,5 +1,7 @@
 """SparseNMF, the scikit-learn style estimator: same factors as nmf_sc, transform,
-inverse_transform, input errors, and scikit-learn's own estimator checks."""
+inverse_transform, input errors, and the estimator without scikit-learn
+(scikit-learn's checks, model selection and the other scikit-learn parts:
+test_estimator_sklearn.py)."""
 
 import os
 import subprocess
@@ -12,6 +14,7 @@ import pytest
 
 import nmfsc
 from nmfsc import ConvergenceWarning, SparseNMF
+from nmfsc._estimator_base import InitialObjectiveStop
 from nmfsc.solvers.hoyer import fit_coefficients
 
 M = 4
@@ -39,16 +42,21 @@ SETTINGS = [
 
 @pytest.mark.parametrize("settings", SETTINGS)
 def test_fit_is_nmf_sc_on_the_transpose(X, settings):
+    """The same iterates as nmf_sc, stopped by scikit-learn's test (the callback)."""
     options = {"random_state": 3, "max_iter": 60, "tol": 1e-4}
     model = quiet(SparseNMF(M, **settings, **options).fit, X)
+    stop = InitialObjectiveStop(options["tol"], 10)
     res = quiet(
         nmfsc.nmf_sc,
         X.T,
         M,
         sparseness_w=settings.get("sparseness_components"),
         sparseness_h=settings.get("sparseness_coefficients"),
+        callback=stop,
         **options,
     )
+    res = stop.relabel(res)
+    assert model.result_.stop_reason == res.stop_reason
     np.testing.assert_array_equal(model.components_, res.W.T)
     np.testing.assert_array_equal(model.result_.H, res.H)
     np.testing.assert_array_equal(model.result_.objective, res.objective)
@@ -180,40 +188,7 @@ def test_not_converged_warns(X):
         SparseNMF(M, max_iter=3, random_state=0).fit(X)
 
 
-# --- scikit-learn's checks ------------------------------------------------------
-
-# With sparseness_coefficients set, each column of transform's output is
-# constrained across the samples passed together (the paper's s_H): a sample's
-# coefficients depend on the others, one sample alone is refused, and the
-# non-convex H step need not find the fit's own coefficients again. These
-# checks test exactly those properties, so they fail by design.
-COEFFICIENT_SPARSENESS_XFAIL = {
-    "check_transformer_general": "transform(X) need not equal fit_transform(X) under s_H",
-    "check_transformer_data_not_an_array": "transform(X) need not equal fit_transform(X)",
-    "check_methods_sample_order_invariance": "coefficients depend on the other samples",
-    "check_methods_subset_invariance": "one sample alone has no sparseness across samples",
-}
-
-
-@pytest.mark.parametrize(
-    "settings, xfail",
-    [
-        ({}, None),
-        ({"sparseness_components": 0.5}, None),
-        ({"sparseness_coefficients": 0.5}, COEFFICIENT_SPARSENESS_XFAIL),
-    ],
-    ids=["unconstrained", "sparse-components", "sparse-coefficients"],
-)
-def test_sklearn_check_estimator(settings, xfail):
-    estimator_checks = pytest.importorskip("sklearn.utils.estimator_checks")
-    estimator = SparseNMF(2, **settings, max_iter=200, tol=1e-4)
-    with warnings.catch_warnings():
-        # the checks fit tiny, odd data sets with few iterations; not
-        # converging there is expected and irrelevant to what they test
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        # array-API input is not supported (the solvers are NumPy/Numba)
-        warnings.filterwarnings("ignore", message=".*check_array_api_input.*")
-        estimator_checks.check_estimator(estimator, expected_failed_checks=xfail)
+# --- without scikit-learn ----------------------------------------------------
 
 
 def test_works_without_scikit_learn(tmp_path):
@@ -228,14 +203,17 @@ class Block:
 sys.meta_path.insert(0, Block())
 import numpy as np
 import nmfsc
-from nmfsc.estimator import _HAVE_SKLEARN
-assert not _HAVE_SKLEARN
+from nmfsc._estimator_base import HAVE_SKLEARN
+assert not HAVE_SKLEARN
 X = np.abs(np.random.default_rng(0).standard_normal((20, 10)))
 model = nmfsc.SparseNMF(3, random_state=0, tol=1e-3)
 Z = model.fit_transform(X)
 assert model.transform(X).shape == Z.shape == (20, 3)
 assert model.set_params(n_components=2).get_params()["n_components"] == 2
 model.fit(X)
+assert list(model.get_feature_names_out()) == ["sparsenmf0", "sparsenmf1"]
+assert model.score(X) < 0
+assert nmfsc.SparseNMF(random_state=0).fit(X).n_components_ == 10
 for call, msg in [
     (lambda: model.transform(X[:, :5]), "X has 5 features"),
     (lambda: model.fit(-X), "Negative values"),

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from nmfsc._atomic import write_atomic
 from nmfsc.comparison import _report
@@ -71,31 +76,31 @@ class Comparison:
             f"M={s['n_components']}, methods={len(self.summary)}, seeds={list(s['seeds'])})"
         )
 
-    def factors(self, method, seed=None):
+    def factors(self, method: str, seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(W, H)`` of ``method`` from ``seed`` (the first seed by default)."""
         seed = self.settings["seeds"][0] if seed is None else seed
         run = self.runs[(method, seed)]
         return run.W, run.H
 
-    def to_markdown(self, quick=False) -> str:
+    def to_markdown(self, quick: bool = False) -> str:
         """The report: settings, seeds, budgets, the summary and every run."""
         return _report.markdown(self, quick)
 
-    def to_csv(self, path=None) -> str:
+    def to_csv(self, path: str | os.PathLike[str] | None = None) -> str:
         """The per-run table as CSV; also written (atomically) to ``path`` if given."""
         text = _report.csv_text(self.rows)
         if path is not None:
             write_atomic(path, text)
         return text
 
-    def to_json(self, path=None, quick=False) -> str:
+    def to_json(self, path: str | os.PathLike[str] | None = None, quick: bool = False) -> str:
         """Everything but the factors as JSON; also written to ``path`` if given."""
         text = _report.json_text(self, quick)
         if path is not None:
             write_atomic(path, text)
         return text
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """The per-run table as a :class:`pandas.DataFrame` (needs pandas)."""
         try:
             import pandas as pd
@@ -105,7 +110,12 @@ class Comparison:
             ) from None
         return pd.DataFrame(self.rows)
 
-    def plot(self, directory, formats=("png", "pdf"), quick=False) -> list:
+    def plot(
+        self,
+        directory: str | os.PathLike[str],
+        formats: str | Sequence[str] = ("png", "pdf"),
+        quick: bool = False,
+    ) -> list:
         """Write the figures into ``directory``: ``bases`` (with ``image_shape``),
         ``error_vs_time``, ``error_vs_iteration`` and ``sparseness``, one file per
         format. Returns the paths."""
@@ -113,7 +123,7 @@ class Comparison:
             formats = (formats,)
         return plot_all(self, directory, formats, quick)
 
-    def save(self, directory, *, quick=False) -> list:
+    def save(self, directory: str | os.PathLike[str], *, quick: bool = False) -> list:
         """Write ``report.md``, ``report.json``, ``report.csv`` and the figures into
         ``directory``, each atomically; with ``quick=True`` every output is
         marked QUICK (Markdown heading, JSON field ``"quick"``, figure titles)."""

@@ -102,6 +102,10 @@ def parse_registry(text: str, base_url: str = "") -> Registry:
     """
     # pooch.Pooch.load_registry reads the same file lines, but skips every "#" line and
     # so the mirrors and origins; hence this parser (a test checks both agree).
+    hashes: dict[str, str]
+    urls: dict[str, str]
+    mirrors: dict[str, list[str]]
+    origins: dict[str, list[str]]
     hashes, urls, mirrors, origins = {}, {}, {}, {}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()

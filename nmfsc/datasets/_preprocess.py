@@ -10,6 +10,8 @@ pixels of each column in another order).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 FLOOR = 1e-4
@@ -200,7 +202,7 @@ def sample_patches(
         )
     counts = np.full(n_images, n_patches // n_images)
     counts[-1] = n_patches - counts[:-1].sum()
-    positions = []
+    positions: Any = []  # a list of arrays, then their concatenation
     for k, count in enumerate(counts):
         rows = border + rng.integers(0, span[0], size=count)
         cols = border + rng.integers(0, span[1], size=count)

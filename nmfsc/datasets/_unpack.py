@@ -25,6 +25,7 @@ import tarfile
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from ._fetchers import DataError
 
@@ -96,6 +97,7 @@ def iter_members(
     ``open()`` returns a binary file object with the member's bytes; it is None for
     a folder. Unsafe names and member kinds raise :class:`DataError`.
     """
+    info: Any  # a ZipInfo in the first loop, a TarInfo in the second
     if path.suffix == ".zip":
         with zipfile.ZipFile(path) as archive:
             for info in archive.infolist():

@@ -6,7 +6,12 @@ A solver's docstring holds the placeholders ``%(data)s`` (V, n_components),
 sections' text; :func:`document` fills them in.
 """
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 __all__ = ["DIVERGENCE_UNITS", "EUCLIDEAN_UNITS", "OPTIONS", "document"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 DATA = """\
     V : array_like or scipy.sparse matrix / array, shape (N, T)
@@ -102,12 +107,13 @@ DIVERGENCE_UNITS = """``max(V)`` times that of the normalised problem,
         factors"""
 
 
-def document(units):
+def document(units: str) -> Callable[[F], F]:
     """Fill a solver's ``%(data)s``, ``%(options)s`` and ``%(returns)s``."""
 
-    def decorate(func):
+    def decorate(func: F) -> F:
         func.__doc__ = (
-            func.__doc__.replace("    %(data)s", DATA)
+            (func.__doc__ or "")
+            .replace("    %(data)s", DATA)
             .replace("    %(options)s", OPTIONS)
             .replace("    %(returns)s", RETURNS.replace("%(units)s", units))
         )

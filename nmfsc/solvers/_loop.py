@@ -77,7 +77,7 @@ class Steps:
     #: The objective of V / s is s**-power times the objective of V.
     objective_power = 2
     #: The scalar entries of a state besides W and H (step sizes, each > 0).
-    state_scalars = ()
+    state_scalars: tuple[str, ...] = ()
 
     def __init__(self, data, n_components):
         self.data = data

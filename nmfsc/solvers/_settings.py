@@ -18,13 +18,47 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import numbers
+import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+
+from numpy.typing import ArrayLike
 
 from nmfsc._validation import check_factor, check_nonneg_real, check_positive_int
 from nmfsc.solvers._docs import OPTIONS
 from nmfsc.solvers._start import INITS
 
-__all__ = ["LoopSettings", "takes_loop_settings"]
+if TYPE_CHECKING:
+    from nmfsc.solvers._result import IterationState
+
+__all__ = ["LoopOptions", "LoopSettings", "takes_loop_settings"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class LoopOptions(TypedDict, total=False):
+    """The types of a solver's ``**loop`` keywords, for type checkers.
+
+    A public solver is annotated ``**loop: Unpack[LoopOptions]``, so that mypy
+    checks the keyword names and types of a call. The keys are the fields of
+    :class:`LoopSettings` (``tests/test_typing.py`` checks that they agree).
+    """
+
+    init: str
+    W_init: ArrayLike | None
+    H_init: ArrayLike | None
+    random_state: Any
+    max_iter: int
+    tol: float
+    window: int
+    max_time: float | None
+    callback: Callable[[IterationState], bool | None] | None
+    progress: bool
+    checkpoint: str | os.PathLike[str] | None
+    checkpoint_every: int
+    checkpoint_seconds: float | None
+    resume: bool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,12 +79,12 @@ class LoopSettings:
     resume: bool = False
 
     @classmethod
-    def names(cls):
+    def names(cls) -> tuple[str, ...]:
         """The loop keywords, in signature order."""
         return tuple(field.name for field in dataclasses.fields(cls))
 
     @classmethod
-    def from_keywords(cls, solver, keywords):
+    def from_keywords(cls, solver: str, keywords: Mapping[str, Any]) -> LoopSettings:
         """The settings from a solver's ``**loop`` keywords (the others default).
 
         A name that is not a field raises the TypeError Python gives for an
@@ -61,7 +95,7 @@ class LoopSettings:
                 raise TypeError(f"{solver}() got an unexpected keyword argument '{name}'")
         return cls(**keywords)
 
-    def validated(self, N, M, T):
+    def validated(self, N: int, M: int, T: int) -> LoopSettings:
         """The settings checked and converted, for data N x T and M components.
 
         init must be one of :data:`~nmfsc.solvers._start.INITS` ("custom"
@@ -119,7 +153,7 @@ LoopSettings.__doc__ = f"""The loop keywords of a solver call (start, stopping, 
     """
 
 
-def takes_loop_settings(func):
+def takes_loop_settings(func: F) -> F:
     """Give a solver ``func(V, n_components, *, ..., **loop)`` the signature with
     the loop keywords spelled out: its own parameters, then every
     :class:`LoopSettings` field as a keyword-only parameter with its default.
@@ -130,5 +164,5 @@ def takes_loop_settings(func):
         inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=field.default)
         for field in dataclasses.fields(LoopSettings)
     ]
-    func.__signature__ = signature.replace(parameters=own + loop)
+    func.__signature__ = signature.replace(parameters=own + loop)  # type: ignore[attr-defined]
     return func

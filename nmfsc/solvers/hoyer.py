@@ -46,8 +46,10 @@ non-increasing up to that rounding.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import updates as _k
@@ -61,9 +63,13 @@ from nmfsc.solvers._objective import (
     expanded_objective,
     multiplicative_w_update,
 )
-from nmfsc.solvers._settings import LoopSettings, takes_loop_settings
+from nmfsc.solvers._result import NMFResult
+from nmfsc.solvers._settings import LoopOptions, LoopSettings, takes_loop_settings
 from nmfsc.solvers._start import refuse_dead_components
 from nmfsc.sparseness import l1_for_sparseness
+
+if TYPE_CHECKING:  # typing.Unpack is Python >= 3.11; only the type checker needs it
+    from typing_extensions import Unpack
 
 __all__ = ["fit_coefficients", "nmf_sc"]  # fit_coefficients: nmfsc.SparseNMF.transform
 
@@ -281,7 +287,9 @@ class CoefficientSteps(HoyerSteps):
         return new, self.recorded(energy, W, H), None
 
 
-def fit_coefficients(V, W, *, sparseness_h=None, **loop):
+def fit_coefficients(
+    V: ArrayLike, W: ArrayLike, *, sparseness_h: float | None = None, **loop: Unpack[LoopOptions]
+) -> NMFResult:
     """H for data V (N x T) with the basis W (N x M, in V's units) held fixed.
 
     Runs nmf_sc's H step (see :class:`CoefficientSteps`) in the shared loop,
@@ -298,7 +306,7 @@ def fit_coefficients(V, W, *, sparseness_h=None, **loop):
     if settings.W_init is not None:
         raise TypeError("fit_coefficients() takes the basis as W; W_init is not an option")
     s_h = check_optional_sparseness(sparseness_h, "sparseness_h")
-    V_arr = np.asarray(V) if not hasattr(V, "nnz") else V
+    V_arr: Any = np.asarray(V) if not hasattr(V, "nnz") else V
     if s_h is not None and getattr(V_arr, "ndim", 0) == 2 and V_arr.shape[1] < 2:
         raise ValueError(
             "sparseness_h is set, but V has a single sample (column): the sparseness of "
@@ -354,7 +362,10 @@ SOLVERS = ("hoyer",)
 
 @document(EUCLIDEAN_UNITS)
 @takes_loop_settings
-def nmf_sc(V, n_components, *, sparseness_w=None, sparseness_h=None, solver="hoyer", **loop):
+def nmf_sc(
+    V: ArrayLike, n_components: int, *, sparseness_w: float | None = None,
+    sparseness_h: float | None = None, solver: str = "hoyer", **loop: Unpack[LoopOptions]
+) -> NMFResult:  # fmt: skip
     r"""Non-negative matrix factorization with sparseness constraints (Hoyer 2004).
 
     Finds non-negative ``W`` (N x M) and ``H`` (M x T) minimising

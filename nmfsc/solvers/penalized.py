@@ -9,15 +9,22 @@ its update and objective.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from nmfsc._kernels import updates as _k
 from nmfsc._validation import check_nonneg_real
 from nmfsc.solvers._data import inner, total
 from nmfsc.solvers._docs import DIVERGENCE_UNITS, document
 from nmfsc.solvers._loop import solve
-from nmfsc.solvers._settings import LoopSettings, takes_loop_settings
+from nmfsc.solvers._result import NMFResult
+from nmfsc.solvers._settings import LoopOptions, LoopSettings, takes_loop_settings
 from nmfsc.solvers.standard import QuotientSteps
+
+if TYPE_CHECKING:  # typing.Unpack is Python >= 3.11; only the type checker needs it
+    from typing_extensions import Unpack
 
 __all__ = ["local_nmf", "sparse_nmf"]
 
@@ -85,7 +92,14 @@ class LiuSparseSteps(UnitSumSteps):
 
 @document(DIVERGENCE_UNITS)
 @takes_loop_settings
-def local_nmf(V, n_components, *, alpha=1.0, beta=1.0, **loop):
+def local_nmf(
+    V: ArrayLike,
+    n_components: int,
+    *,
+    alpha: float = 1.0,
+    beta: float = 1.0,
+    **loop: Unpack[LoopOptions],
+) -> NMFResult:
     r"""Local NMF (Li et al. 2001), as in Hoyer's nmfpack.
 
     The columns of W start summing to 1. Each iteration, with the single
@@ -139,7 +153,9 @@ def local_nmf(V, n_components, *, alpha=1.0, beta=1.0, **loop):
 
 @document(DIVERGENCE_UNITS)
 @takes_loop_settings
-def sparse_nmf(V, n_components, *, alpha=1.0, **loop):
+def sparse_nmf(
+    V: ArrayLike, n_components: int, *, alpha: float = 1.0, **loop: Unpack[LoopOptions]
+) -> NMFResult:
     r"""Sparse NMF (Liu et al. 2003): divergence NMF with an L1 penalty on H.
 
     The columns of W start summing to 1. Each iteration, as nmfpack's snmf.m,

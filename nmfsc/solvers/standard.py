@@ -9,15 +9,22 @@ divergence solvers in :mod:`nmfsc.solvers.penalized`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from nmfsc._kernels import updates as _k
 from nmfsc.solvers._data import inner
 from nmfsc.solvers._docs import DIVERGENCE_UNITS, EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import Steps, solve
 from nmfsc.solvers._objective import ColumnGram, SquaredErrorSteps, multiplicative_w_update
-from nmfsc.solvers._settings import LoopSettings, takes_loop_settings
+from nmfsc.solvers._result import NMFResult
+from nmfsc.solvers._settings import LoopOptions, LoopSettings, takes_loop_settings
 from nmfsc.solvers._start import refuse_dead_components
+
+if TYPE_CHECKING:  # typing.Unpack is Python >= 3.11; only the type checker needs it
+    from typing_extensions import Unpack
 
 __all__ = ["QuotientSteps", "nmf_divergence", "nmf_euclidean"]
 
@@ -119,7 +126,7 @@ class DivergenceSteps(QuotientSteps):
 
 @document(EUCLIDEAN_UNITS)
 @takes_loop_settings
-def nmf_euclidean(V, n_components, **loop):
+def nmf_euclidean(V: ArrayLike, n_components: int, **loop: Unpack[LoopOptions]) -> NMFResult:
     r"""Standard NMF with the Euclidean objective (Lee & Seung 2001).
 
     Minimises :math:`E = \tfrac12 \lVert V - W H \rVert_F^2` over
@@ -159,7 +166,7 @@ def nmf_euclidean(V, n_components, **loop):
 
 @document(DIVERGENCE_UNITS)
 @takes_loop_settings
-def nmf_divergence(V, n_components, **loop):
+def nmf_divergence(V: ArrayLike, n_components: int, **loop: Unpack[LoopOptions]) -> NMFResult:
     r"""Standard NMF with the divergence objective (Lee & Seung 2001).
 
     Minimises

@@ -1,0 +1,166 @@
+"""What :class:`nmfsc.SparseNMF` takes from scikit-learn, installed or not.
+
+scikit-learn is optional. With it, the bases are scikit-learn's own
+``BaseEstimator``, ``TransformerMixin`` and ``ClassNamePrefixFeaturesOutMixin``
+(clone, pipelines, grid search, ``set_output``, ``get_feature_names_out``), and
+:func:`check_input` is scikit-learn's ``validate_data``. Without it, small
+stand-ins give the same public methods (``get_params`` / ``set_params``,
+``fit_transform``, ``get_feature_names_out``) and the input is checked by
+nmfsc's own validation. :class:`InitialObjectiveStop` is scikit-learn's
+stopping test, given to the solvers as their ``callback``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any
+
+import numpy as np
+
+from nmfsc._validation import as_float_array, check_data, reject_masked
+from nmfsc.solvers._result import NMFResult
+
+__all__ = [
+    "HAVE_SKLEARN",
+    "BaseEstimator",
+    "ClassNamePrefixFeaturesOutMixin",
+    "InitialObjectiveStop",
+    "TransformerMixin",
+    "check_fitted",
+    "check_input",
+]
+
+try:  # scikit-learn is optional
+    from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+    from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
+
+    HAVE_SKLEARN = True
+except ImportError:  # pragma: no cover - exercised only without scikit-learn
+    HAVE_SKLEARN = False
+
+    class BaseEstimator:  # type: ignore[no-redef]
+        """Minimal stand-in for scikit-learn's BaseEstimator: get/set_params."""
+
+        @classmethod
+        def _get_param_names(cls) -> list[str]:
+            sig = inspect.signature(cls.__init__)
+            return sorted(
+                p.name
+                for p in sig.parameters.values()
+                if p.name != "self" and p.kind != p.VAR_KEYWORD
+            )
+
+        def get_params(self, deep: bool = True) -> dict[str, Any]:
+            return {name: getattr(self, name) for name in self._get_param_names()}
+
+        def set_params(self, **params: Any) -> Any:
+            valid = self._get_param_names()
+            for key, value in params.items():
+                if key not in valid:
+                    raise ValueError(
+                        f"Invalid parameter {key!r} for estimator {type(self).__name__}; "
+                        f"valid parameters are {valid}"
+                    )
+                setattr(self, key, value)
+            return self
+
+        def __repr__(self) -> str:
+            args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+            return f"{type(self).__name__}({args})"
+
+    class TransformerMixin:  # type: ignore[no-redef]
+        """Minimal stand-in for scikit-learn's TransformerMixin."""
+
+    class ClassNamePrefixFeaturesOutMixin:  # type: ignore[no-redef]
+        """Minimal stand-in: output feature names ``<class name lowercased><i>``."""
+
+        def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+            check_fitted(self, "components_")
+            prefix = type(self).__name__.lower()
+            count = self._n_features_out  # type: ignore[attr-defined]
+            return np.asarray([f"{prefix}{i}" for i in range(count)], dtype=object)
+
+
+def check_fitted(estimator: Any, attribute: str) -> None:
+    """Raise scikit-learn's NotFittedError (an AttributeError without it) if
+    ``estimator`` has no ``attribute`` yet."""
+    if HAVE_SKLEARN:
+        check_is_fitted(estimator, attribute)
+    elif not hasattr(estimator, attribute):
+        raise AttributeError(
+            f"This {type(estimator).__name__} instance is not fitted yet; call 'fit' first"
+        )
+
+
+def check_input(estimator: Any, X: Any, *, reset: bool) -> Any:
+    """X as a non-negative float array (n_samples, n_features) for ``estimator``.
+
+    float64 or float32 (kept), dense or scipy.sparse CSR / CSC (kept sparse).
+    ``reset=True`` (fit) records ``n_features_in_`` (and, with scikit-learn,
+    ``feature_names_in_``); ``reset=False`` checks X against them.
+    """
+    reject_masked(X, "X")  # scikit-learn's validate_data would drop the mask silently
+    name = type(estimator).__name__
+    if HAVE_SKLEARN:
+        X = validate_data(
+            estimator, X, reset=reset, dtype=[np.float64, np.float32], accept_sparse=("csr", "csc")
+        )
+        check_non_negative(X, f"{name} (input X)")
+        return X
+    if hasattr(X, "nnz") and hasattr(X, "tocsr"):
+        X, _ = check_data(X) if X.nnz else (X, None)
+    else:
+        X = as_float_array(X, "X", ndim=2)
+    if reset:
+        estimator.n_features_in_ = X.shape[1]
+    elif X.shape[1] != estimator.n_features_in_:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but {name} is expecting "
+            f"{estimator.n_features_in_} features as input."
+        )
+    if np.any(X < 0):
+        raise ValueError(f"Negative values in data passed to {name} (input X)")
+    return X
+
+
+class InitialObjectiveStop:
+    r"""SparseNMF's stopping rule, scikit-learn's: a ``callback`` for the solvers.
+
+    After iteration k (k > ``window``) it stops the run when the objective fell
+    by less than ``tol`` times the objective after the first iteration over
+    the last ``window`` iterations,
+
+    .. math:: |E_{k - \text{window}} - E_k| < \text{tol} \, E_1,
+
+    the test of scikit-learn's NMF (relative to the error at the start; the
+    absolute value, as in the solvers' test, so that a rise is not taken for
+    convergence). The
+    solvers' own test divides by :math:`E_{k - \text{window}}` instead, which
+    cannot fire when the objective tends to zero (an exact factorization,
+    e.g. ``n_components`` equal to the number of features): there every
+    relative change stays large while the absolute ones vanish. As
+    :math:`E_{k - \text{window}} \le E_1` for the monotone nmf_sc, this test
+    fires no later than the solver's.
+    """
+
+    def __init__(self, tol: float, window: int) -> None:
+        self.tol = tol
+        self.window = window
+        self.history: list[float] = []
+        self.fired = False
+
+    def __call__(self, state: Any) -> bool:
+        self.history.append(float(state.objective))
+        k = len(self.history) - 1
+        if k < self.window:
+            return False
+        change = abs(self.history[k - self.window] - self.history[k])
+        self.fired = change < self.tol * abs(self.history[0])
+        return self.fired
+
+    def relabel(self, result: NMFResult) -> NMFResult:
+        """The result with stop reason ``"tol"`` and converged when this rule stopped it."""
+        if self.fired and result.stop_reason == "callback":
+            return dataclasses.replace(result, stop_reason="tol", converged=True)
+        return result
