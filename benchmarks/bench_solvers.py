@@ -312,6 +312,11 @@ def main(argv=None):
         help="limit BLAS to this many threads for every method (threadpoolctl); on a "
         "machine shared with other jobs a multi-threaded BLAS can stall at every call",
     )
+    parser.add_argument(
+        "--time-to-objective",
+        action="store_true",
+        help="then run bench_time_to_objective.py (issue 14, point 4; minutes)",
+    )
     args = parser.parse_args(argv)
     if args.blas_threads is not None:
         from threadpoolctl import threadpool_limits
@@ -334,6 +339,10 @@ def main(argv=None):
         f"Machine: {machine()}, scikit-learn {sklearn.__version__}, {blas()}. "
         f"Wall time {wall:.0f} s. All targets {'PASS' if passed else 'not met (see FAIL)'}."
     )
+    if args.time_to_objective:
+        import bench_time_to_objective
+
+        bench_time_to_objective.main(["--quick"] if args.quick else [])
     return 0
 
 
