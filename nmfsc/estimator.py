@@ -6,7 +6,7 @@ search, ``set_output``, ``get_feature_names_out``) and passes scikit-learn's
 ``check_estimator``; without it, the same methods work on NumPy and SciPy input.
 Either way the factorization is the one :func:`nmfsc.nmf_sc` computes: ``fit``
 calls it on ``X.T``, and ``transform`` calls
-:func:`nmfsc.solvers.hoyer.fit_coefficients`. This module validates the
+:func:`nmfsc.solvers.coefficients.fit_coefficients`. This module validates the
 estimator's parameters and maps them onto those two calls; it holds no solver.
 """
 
@@ -28,7 +28,8 @@ from nmfsc._estimator_base import (
 from nmfsc._validation import as_float_array, check_optional_sparseness, check_positive_int
 from nmfsc.solvers._data import frobenius_norm
 from nmfsc.solvers._result import NMFResult
-from nmfsc.solvers.hoyer import SOLVERS, fit_coefficients, nmf_sc
+from nmfsc.solvers.coefficients import fit_coefficients
+from nmfsc.solvers.hoyer import SOLVERS, nmf_sc
 
 __all__ = ["SparseNMF"]
 

@@ -15,7 +15,7 @@ import pytest
 import nmfsc
 from nmfsc import ConvergenceWarning, SparseNMF
 from nmfsc._estimator_base import InitialObjectiveStop
-from nmfsc.solvers.hoyer import fit_coefficients
+from nmfsc.solvers.coefficients import fit_coefficients
 
 M = 4
 
