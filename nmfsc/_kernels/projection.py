@@ -79,7 +79,11 @@ _FILTER_PASSES_SLACK = 8
 def max_filter_passes(n):
     """The filter passes the fast kernel may make on a vector of length ``n``
     before it sorts what is left: ``2 ceil(log2(n)) + 8``."""
-    return 2 * int(np.ceil(np.log2(max(n, 2)))) + _FILTER_PASSES_SLACK
+    # ceil(log2(n)) in integer arithmetic: (n - 1).bit_length() for n >= 2
+    # (np.ceil(np.log2(n)) gives the same, at 1.7 us a call from Python).
+    if n < 2:
+        return 2 + _FILTER_PASSES_SLACK
+    return 2 * (int(n) - 1).bit_length() + _FILTER_PASSES_SLACK
 
 
 # 1 - rho^2 / k at or below this is taken as 0 (the flat vector rho / k, whose
