@@ -246,9 +246,7 @@ def project_batch(
         targets = _fast_targets(l1, l2, n)
         if targets is not None:
             vectors = np.ascontiguousarray(X.T) if axis == 0 else X
-            l1a = np.full(count, targets[0])
-            l2a = np.full(count, targets[1])
-            result = _batch_kernel(vectors, l1a, l2a, nonneg, code, parallel)
+            result = _batch_kernel(vectors, targets[0], targets[1], nonneg, code, parallel)
             if result is not None:
                 out, passes = result
                 out = np.ascontiguousarray(out.T) if axis == 0 else out
@@ -256,18 +254,21 @@ def project_batch(
     return _project_batch_checked(X, l1, l2, axis, nonneg, method, parallel, return_passes)
 
 
-def _batch_kernel(vectors, l1a, l2a, nonneg, code, parallel):
-    """Project the rows of the C-contiguous ``vectors``; (out, passes), or None
-    if a row is not finite."""
+def _batch_kernel(vectors, l1, l2, nonneg, code, parallel):
+    """Project the rows of the C-contiguous ``vectors`` onto the scalar targets
+    ``l1``, ``l2``; (out, passes), or None if a row is not finite."""
     count, n = vectors.shape
     out = np.empty_like(vectors)
-    status = np.zeros(count, dtype=np.int64)
     passes = np.zeros(count, dtype=np.int64)
-    kernel = _k.project_rows_parallel if parallel else _k.project_rows
-    kernel(vectors, l1a, l2a, bool(nonneg), code, out, status, passes, _k.max_filter_passes(n))
-    if status.any():
-        return None
-    return out, passes
+    maxp = _k.max_filter_passes(n)
+    if parallel:
+        status = np.zeros(count, dtype=np.int64)
+        l1a, l2a = np.full(count, l1), np.full(count, l2)
+        _k.project_rows_parallel(vectors, l1a, l2a, bool(nonneg), code, out, status, passes, maxp)
+        bad = status.any()
+    else:
+        bad = _k.project_rows_same_targets(vectors, l1, l2, bool(nonneg), code, out, passes, maxp)
+    return None if bad else (out, passes)
 
 
 def _project_batch_checked(X, l1, l2, axis, nonneg, method, parallel, return_passes):
