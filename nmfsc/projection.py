@@ -34,6 +34,11 @@ copy and the same column in :func:`project_batch` give identical bits.
 
 Computation is in float64 whatever the input dtype (float32 input is accepted
 and converted); the results are float64.
+
+A C-contiguous float64 ndarray with scalar targets in range goes to the kernel
+at once (about 1.5 us above it); the kernel's own finiteness test sends NaN and
+infinity back to the full checks, so every input gets the same result and the
+same error either way.
 """
 
 import math
