@@ -537,3 +537,106 @@ def test_figure6_passes_never_exceed_ten():
                     worst[key] = max(worst.get(key, 0), passes)
     # The paper's worst case (0.9 from 0.1) is the one needing the most passes.
     assert worst[(0.9, 0.1)] == max(worst.values())
+
+
+# --- the fast path (plain float64 arrays, scalar targets) --------------------------
+#
+# project() and project_batch() skip the array checks for a C-contiguous float64
+# ndarray with scalar targets in range. A 0-d array target takes the full path,
+# so comparing the two calls compares the paths.
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("nonneg", [True, False])
+@pytest.mark.parametrize("n", [1, 2, 10, 361, 5000])
+def test_fast_path_gives_the_full_path_bits(method, nonneg, n):
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n) if not nonneg else np.abs(rng.standard_normal(n))
+    l1 = float(l1_for_sparseness(0.7, n, 1.3))
+    fast, p_fast = project(x, l1, 1.3, method=method, nonneg=nonneg, return_passes=True)
+    full, p_full = project(
+        x, np.array(l1), np.array(1.3), method=method, nonneg=nonneg, return_passes=True
+    )
+    np.testing.assert_array_equal(fast, full)
+    assert p_fast == p_full
+    X = np.abs(rng.standard_normal((n, 3)))
+    for axis in (0, 1):
+        m = X.shape[axis]
+        l1 = float(l1_for_sparseness(0.6, m))
+        got = project_batch(X, l1, 1.0, axis=axis, method=method, nonneg=nonneg)
+        want = project_batch(
+            X,
+            np.full(X.shape[1 - axis], l1),
+            [1.0] * X.shape[1 - axis],
+            axis=axis,
+            method=method,
+            nonneg=nonneg,
+        )
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_fast_path_refuses_nonfinite_input_with_the_same_error(bad):
+    x = np.array([1.0, 2.0, bad, 0.5])
+    with pytest.raises(ValueError, match="^x contains NaN or infinity$"):
+        project(x, 1.2, 1.0)
+    X = np.ones((4, 5))
+    X[2, 3] = bad
+    for axis in (0, 1):
+        with pytest.raises(ValueError, match="^X contains NaN or infinity$"):
+            project_batch(X, 1.2, 1.0, axis=axis)
+
+
+@pytest.mark.parametrize(
+    "l1, l2, pattern",
+    [
+        (1.2, 0.0, "l2 must be finite and > 0"),
+        (1.2, np.nan, "l2 must be finite and > 0"),
+        (np.inf, 1.0, "l1 must be finite and > 0"),
+        (np.nan, 1.0, "l1 must be finite and > 0"),
+        (0.5, 1.0, r"l1=.*0\.5.* is unreachable.*length 3"),
+        (2.0, 1.0, r"l1=.*2\.0.* is unreachable.*length 3"),
+    ],
+)
+def test_fast_path_bad_targets_give_the_same_errors(l1, l2, pattern):
+    x = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=pattern):
+        project(x, l1, l2)
+    with pytest.raises(ValueError, match=pattern):
+        project_batch(np.ones((3, 2)), l1, l2, axis=0)
+
+
+def test_fast_path_bad_method_and_axis_give_the_same_errors():
+    x = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="method must be one of"):
+        project(x, 1.2, 1.0, method="Fast")
+    with pytest.raises(ValueError, match="axis must be 0"):
+        project_batch(np.ones((3, 2)), 1.2, 1.0, axis=2)
+
+
+def test_max_filter_passes_formula():
+    for n in list(range(1, 3000)) + [2**k + d for k in range(12, 40) for d in (-1, 0, 1)]:
+        want = 2 * int(np.ceil(np.log2(max(n, 2)))) + 8
+        assert kernels.max_filter_passes(n) == want
+        assert kernels.max_filter_passes(np.int64(n)) == want
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("n", [5, 361, 20000])
+def test_every_path_is_deterministic(method, n):
+    """The same input through the same call gives the same bits every time
+    (checkpoint resume relies on it): project, project_batch, parallel."""
+    rng = np.random.default_rng(n + 1)
+    x = np.abs(rng.standard_normal(n))
+    dense = project(x, l1_for_sparseness(0.1, n), 1.0)
+    for v, s in ((x, 0.7), (dense, 0.9)):
+        l1 = float(l1_for_sparseness(s, n))
+        first = project(v, l1, 1.0, method=method)
+        for _ in range(3):
+            np.testing.assert_array_equal(project(v, l1, 1.0, method=method), first)
+        X = np.stack([v, v[::-1]])
+        for parallel in (False, True):
+            once = project_batch(X, l1, 1.0, axis=1, method=method, parallel=parallel)
+            again = project_batch(X, l1, 1.0, axis=1, method=method, parallel=parallel)
+            np.testing.assert_array_equal(once, again)
+            np.testing.assert_array_equal(once[0], first)

@@ -79,7 +79,11 @@ _FILTER_PASSES_SLACK = 8
 def max_filter_passes(n):
     """The filter passes the fast kernel may make on a vector of length ``n``
     before it sorts what is left: ``2 ceil(log2(n)) + 8``."""
-    return 2 * int(np.ceil(np.log2(max(n, 2)))) + _FILTER_PASSES_SLACK
+    # ceil(log2(n)) in integer arithmetic: (n - 1).bit_length() for n >= 2
+    # (np.ceil(np.log2(n)) gives the same, at 1.7 us a call from Python).
+    if n < 2:
+        return 2 + _FILTER_PASSES_SLACK
+    return 2 * (int(n) - 1).bit_length() + _FILTER_PASSES_SLACK
 
 
 # 1 - rho^2 / k at or below this is taken as 0 (the flat vector rho / k, whose
@@ -787,3 +791,16 @@ def _project_rows_body(X, l1, l2, nonneg, method, out, status, passes, max_filte
 # numba's cache is keyed on the Python function, which both builds share.
 project_rows = njit(cache=True)(_project_rows_body)
 project_rows_parallel = njit(parallel=True)(_project_rows_body)
+
+
+@njit(cache=True)
+def project_rows_same_targets(X, l1, l2, nonneg, method, out, passes, max_filter_passes):
+    """:func:`project_rows` with one (l1, l2) for every row, serial: the fast
+    path of ``project_batch`` (no target arrays to build, no status array to
+    scan). Returns the number of rows that were not finite (0: all done)."""
+    bad = 0
+    for r in range(X.shape[0]):
+        st, p = project_vector(X[r], l1, l2, nonneg, method, out[r], max_filter_passes)
+        passes[r] = p
+        bad += st
+    return bad
