@@ -190,14 +190,16 @@ class ScaledData:
         return out
 
     def vht_blocks(self, H):
-        """``(rows, (V H^T)[rows])`` by blocks of about 2^18 entries of V H^T
+        """``(rows, (V H^T)[rows])`` by blocks of about 2^16 entries of V H^T
         (CSR or mapped V: row slices are cheap); CSC V in one block."""
         N = self.shape[0]
-        step = max(1, (BLOCK_ENTRIES // 4) // H.shape[0])
+        step = max(1, (BLOCK_ENTRIES // 16) // H.shape[0])
         if self.csc or step >= N:
             yield slice(None), self.vht(H)
             return
-        Ht = np.ascontiguousarray(H.T)
+        # The kernel reads H^T through a transposed view (the same operations,
+        # the same bits as on a copy, about as fast): no M x T copy is held.
+        Ht = H.T if self.sparse else np.ascontiguousarray(H.T)
         V = self.raw
         for start in range(0, N, step):
             rows = slice(start, min(N, start + step))
