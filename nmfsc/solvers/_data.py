@@ -20,8 +20,9 @@ Two kinds (:func:`make_data` picks):
 :class:`DenseData` -- an in-memory ndarray (float64 or float32): ``V / s`` is
 copied once (not when s = 1) and the products are numpy's, exactly the
 operations the solvers always did, so a float64 run is bit-identical to
-before. float32 data keeps float32 products (BLAS sgemm); the scalar sums of
-the objective run in float64 (:func:`inner`).
+before. Only the divergence solvers keep an N x T buffer for W H. float32
+data keeps float32 products (BLAS sgemm); the scalar sums of the objective
+run in float64 (:func:`inner`).
 
 :class:`ScaledData` -- V used as given, never copied and never made dense: a
 scipy.sparse CSR or CSC matrix or array, or a memory-mapped ndarray. Every
@@ -133,7 +134,12 @@ class DenseData:
         return total(self.V) / self.V.size
 
     def half_squared_error(self, W, H):
-        return exact_objective(self.V, W, H, self.wh_buffer())
+        """``0.5 ||V - W H||^2`` from W H: in the divergence solvers' buffer when
+        they keep one, else in a temporary, so that nmf_sc and Euclidean NMF,
+        which need it only at the start, at the end and near an exact fit,
+        do not hold an N x T array through the run."""
+        WH = self._WH if self._WH is not None else np.empty_like(self.V)
+        return exact_objective(self.V, W, H, WH)
 
     def relative_error(self, W, H, W_normalised):
         """``||V - W H||_F / ||V||_F`` for W in V's units (``W_normalised``: in V / s's)."""
