@@ -286,8 +286,8 @@ def bench_float32(reduced, iters, repeats=2):
         f"{(t64 - p64) / (t32 - p32):.2f}x\n"
     )
     _line(t64 / t32 >= 1.5, f"float32 >= 1.5x faster per iteration: {t64 / t32:.2f}x")
-    _line(i32 / i64 <= 0.5, f"float32 iteration peak <= 0.5x float64's: {i32 / i64:.2f}x")
-    _line(c32 / c64 <= 0.5, f"float32 whole-call peak <= 0.5x float64's: {c32 / c64:.2f}x")
+    _line(i32 / i64 <= 0.5, f"float32 iteration peak <= 0.5x float64's: {i32 / i64:.4f}x")
+    _line(c32 / c64 <= 0.5, f"float32 whole-call peak <= 0.5x float64's: {c32 / c64:.4f}x")
 
 
 def bench_init():
