@@ -19,13 +19,14 @@ from typing import Any
 
 import numpy as np
 import scipy.io
+import scipy.sparse
 
 __all__ = ["DataFileError", "FORMATS", "IMAGE_SUFFIXES", "check_n_components", "read_matrix"]
 
 #: File name suffixes read by :func:`read_matrix`, with what each holds.
 FORMATS = {
     ".npy": "a NumPy array",
-    ".npz": "a NumPy archive (one array, or pick one with key)",
+    ".npz": "a NumPy archive (one array, or pick one with key), or a scipy.sparse.save_npz file",
     ".csv": "comma-separated numbers, header row optional",
     ".tsv": "tab-separated numbers, header row optional",
     ".mtx": "a Matrix Market file",
@@ -52,7 +53,8 @@ def read_matrix(
     ----------
     path : str or os.PathLike
         A ``.npy`` file (a 2-D numeric array); a ``.npz`` archive (its only
-        array, or the one named ``key``); a ``.csv`` or ``.tsv`` file of numbers
+        array, or the one named ``key``, or a sparse matrix saved by
+        ``scipy.sparse.save_npz``); a ``.csv`` or ``.tsv`` file of numbers
         (a first row whose cells are all non-numeric is taken as a header and
         skipped); a Matrix Market ``.mtx`` file; or a folder of PNG, PGM or JPEG
         images of one size (each image, converted to greyscale floats in [0, 1],
@@ -67,8 +69,11 @@ def read_matrix(
 
     Returns
     -------
-    V : ndarray of float64, shape (N, T)
-        The data, features x samples.
+    V : ndarray of float64 or scipy.sparse matrix, shape (N, T)
+        The data, features x samples. A Matrix Market file (and a
+        ``scipy.sparse.save_npz`` archive) stays sparse: a CSR matrix (CSC
+        with ``samples_as_rows``), float64, never made dense; every solver,
+        :func:`nmfsc.compare` and the command line take it as it is.
     image_shape : tuple of int or None
         ``(height, width)`` of the images for an image folder, else None.
     name : str
@@ -107,7 +112,7 @@ def read_matrix(
     _check_values(V, path, where)
     if samples_as_rows:
         V = V.T
-    V = _densify(V)
+    V = _as_solver_input(V)
     name = path.stem if key is None else f"{path.stem}-{key}"
     return V, None, name
 
@@ -191,9 +196,15 @@ def _check_signature(path, suffix):
                 raise DataFileError(f"cannot read {path}: it is not {kind}")
 
 
+#: The arrays every file written by ``scipy.sparse.save_npz`` holds.
+_SPARSE_NPZ_KEYS = {"format", "shape", "data"}
+
+
 def _read_npz(path, key):
     with np.load(path, allow_pickle=False) as archive:
         keys = list(archive.files)
+        if key is None and _SPARSE_NPZ_KEYS <= set(keys):  # scipy.sparse.save_npz's layout
+            return _as_matrix(scipy.sparse.load_npz(path), path)
         if key is None:
             if len(keys) != 1:
                 listed = ", ".join(keys) if keys else "none"
@@ -222,7 +233,9 @@ def _as_matrix(array, source):
         dtype, np.complexfloating
     ):
         raise DataFileError(f"{source} holds values of type {dtype}; nmfsc needs real numbers")
-    return array.astype(np.float64) if hasattr(array, "tocoo") else np.asarray(array, np.float64)
+    if hasattr(array, "tocoo"):
+        return array.astype(np.float64, copy=False)
+    return np.asarray(array, np.float64)
 
 
 def _check_values(V, source, where):
@@ -258,15 +271,15 @@ def _check_values(V, source, where):
         )
 
 
-def _densify(V):
-    """DENSIFY HERE, and only here: the solvers take dense arrays today.
-
-    A Matrix Market file reads as a scipy.sparse matrix; everything before
-    this point keeps it sparse. Remove this conversion once the solvers
-    accept sparse input.
-    """
-    if hasattr(V, "toarray"):
-        V = V.toarray()
+def _as_solver_input(V):
+    """V as the solvers take it: a C-contiguous float64 array, or a scipy.sparse
+    CSR / CSC matrix kept sparse (a COO matrix from mmread becomes CSR; the
+    transpose of CSR, with ``samples_as_rows``, is CSC and stays so)."""
+    if hasattr(V, "tocsr"):
+        if V.format not in ("csr", "csc"):
+            V = V.tocsr()
+        V.sum_duplicates()
+        return V
     return np.ascontiguousarray(V, dtype=np.float64)
 
 

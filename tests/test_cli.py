@@ -448,3 +448,31 @@ def test_compare_bad_input_is_one_line(bad_folder, forked):
     folder, cases = bad_folder
     args, expected = cases["negative"]
     _one_line(forked(["compare", *args], folder), "nmfsc compare", expected)
+
+
+def test_compare_gets_an_mtx_file_as_sparse(tmp_path, capsys, fake_compare):
+    V = sp.random(30, 20, density=0.1, format="coo", random_state=np.random.default_rng(0))
+    scipy.io.mmwrite(tmp_path / "counts.mtx", V)
+    assert main(["compare", str(tmp_path / "counts.mtx"), "-k", "2", "--out",
+                 str(tmp_path / "o")]) == 0  # fmt: skip
+    (_, V_passed, K, _), _ = fake_compare
+    assert sp.issparse(V_passed) and V_passed.shape == (30, 20) and K == 2
+    np.testing.assert_array_equal(V_passed.toarray(), V.toarray())
+    assert "counts.mtx (30 x 20, features x samples)" in capsys.readouterr().err
+
+
+@needs_compare
+def test_compare_on_an_mtx_file_end_to_end(tmp_path, forked):
+    V = sp.random(40, 30, density=0.2, format="coo", random_state=np.random.default_rng(1))
+    scipy.io.mmwrite(tmp_path / "counts.mtx", V)
+    argv = ["compare", "counts.mtx", "-k", 3, "--sparseness-h", 0.6, "--methods",
+            "nmf_sc,nmf_divergence", "--seeds", 0, "--max-iter", 5, "--no-progress"]  # fmt: skip
+    done = forked(argv, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "| nmf_sc |" in done.stdout and "| nmf_divergence |" in done.stdout
+    report = json.loads((tmp_path / "nmfsc-compare" / "counts" / "report.json").read_text())
+    assert report["settings"]["shape"] == [40, 30]
+    dense = nmfsc.compare(V.toarray(), 3, sparseness_h=0.6, seeds=(0,), max_iter=5,
+                          methods=("nmf_sc", "nmf_divergence"), progress=False)  # fmt: skip
+    for row, expected in zip(report["rows"], dense.rows, strict=True):
+        assert row["relative_error"] == pytest.approx(expected["relative_error"], rel=1e-9)

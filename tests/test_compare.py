@@ -15,8 +15,8 @@ import nmfsc
 import nmfsc.comparison._methods
 from nmfsc._atomic import write_atomic
 from nmfsc.comparison import METHODS, Comparison
+from nmfsc.comparison._errors import relative_error, rescaled_error
 from nmfsc.comparison._methods import starting_point
-from nmfsc.comparison._runner import rescaled_error
 from nmfsc.datasets import bars
 
 REPO = Path(__file__).resolve().parent.parent
@@ -284,3 +284,92 @@ def test_reproduce_quick_never_writes_into_figures(tmp_path):
     assert Options(quick=True, out=str(REPO / "figures")).out_dir == Path("quick-output")
     assert Options(quick=True, out=str(tmp_path)).out_dir == tmp_path
     assert Options(out="figures").out_dir == Path("figures")
+
+
+# --- scipy.sparse V: the same table, never made dense ------------------------
+
+
+def _sparse_v(shape=(40, 50), density=0.2, seed=0, fmt="csr"):
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    V = sp.random(*shape, density=density, format=fmt, random_state=rng)
+    V.data = 1.0 - V.data  # (0, 1]: no explicit zeros
+    return V
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_sparse_errors_match_dense(fmt):
+    V = _sparse_v(fmt=fmt)
+    rng = np.random.default_rng(1)
+    W, H = np.abs(rng.standard_normal((40, 3))), np.abs(rng.standard_normal((3, 50)))
+    dense = V.toarray()
+    assert relative_error(V, W, H) == pytest.approx(relative_error(dense, W, H), rel=1e-12)
+    c_s, e_s = rescaled_error(V, W, H)
+    c_d, e_d = rescaled_error(dense, W, H)
+    assert c_s == pytest.approx(c_d, rel=1e-12) and e_s == pytest.approx(e_d, rel=1e-12)
+    assert rescaled_error(V, W, 0 * H) == (0.0, 1.0)
+
+
+def test_sparse_errors_near_an_exact_fit_are_computed_exactly():
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(2)
+    W, H = np.abs(rng.standard_normal((30, 3))), np.abs(rng.standard_normal((3, 20)))
+    dense = W @ H
+    V = sp.csr_matrix(dense)
+    W_near = W * (1 + 1e-9)  # relative error 1e-9: the expansion alone would be noise
+    expected = np.linalg.norm(dense - W_near @ H) / np.linalg.norm(dense)
+    assert relative_error(V, W_near, H) == pytest.approx(expected, rel=1e-6)
+    c, err = rescaled_error(V, W_near, H)
+    assert c == pytest.approx(1 / (1 + 1e-9), rel=1e-12) and err < 1e-12
+
+
+def _numbers(comparison):
+    skip = ("time_s",)
+    return [{k: v for k, v in row.items() if k not in skip} for row in comparison.rows]
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_compare_on_sparse_v_gives_the_dense_table(fmt):
+    V = _sparse_v(fmt=fmt)
+    settings = dict(sparseness_h=0.6, seeds=(0,), max_iter=30, progress=False)
+    sparse, dense = nmfsc.compare(V, 4, **settings), nmfsc.compare(V.toarray(), 4, **settings)
+    assert [r["method"] for r in sparse.rows] == [r["method"] for r in dense.rows]
+    for a, b in zip(_numbers(sparse), _numbers(dense), strict=True):
+        assert a.keys() == b.keys()
+        for key in a:
+            if isinstance(a[key], float):
+                assert a[key] == pytest.approx(b[key], rel=1e-8, abs=1e-12), (a["method"], key)
+            else:
+                assert a[key] == b[key], (a["method"], key)
+    for key, run in sparse.runs.items():
+        other = dense.runs[key]
+        assert run.iterations == other.iterations
+        np.testing.assert_allclose(run.errors, other.errors, rtol=1e-8)
+
+
+@pytest.fixture
+def no_densify(monkeypatch):
+    """Every scipy.sparse toarray / todense raises: V must never be made dense."""
+    import scipy.sparse as sp
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError(f"a sparse matrix of shape {self.shape} was made dense")
+
+    for name in ("csr_matrix", "csc_matrix", "coo_matrix", "csr_array", "csc_array", "coo_array"):
+        for method in ("toarray", "todense"):
+            monkeypatch.setattr(getattr(sp, name), method, refuse)
+
+
+def test_compare_never_densifies_a_huge_sparse_v(no_densify):
+    # 200,000 x 100,000: a dense float64 copy would take 160 GB.
+    V = _sparse_v(shape=(200_000, 100_000), density=1.5e-7, seed=3)
+    with pytest.raises(AssertionError, match="made dense"):
+        V.toarray()  # the guard is on
+    comparison = nmfsc.compare(V, 2, sparseness_h=0.5, seeds=(0,), max_iter=3, progress=False)
+    assert comparison.settings["shape"] == [200_000, 100_000]
+    assert {r["method"] for r in comparison.rows} == set(
+        nmfsc.comparison._methods.available_methods()
+    )
+    assert all(0 < r["relative_error"] <= 1.5 for r in comparison.rows)

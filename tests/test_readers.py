@@ -107,15 +107,40 @@ def test_single_column_csv_with_header(tmp_path):
     np.testing.assert_array_equal(V, [[1.0], [2.0]])
 
 
-def test_mtx_is_read_sparse_and_densified(tmp_path):
+def test_mtx_is_read_sparse_and_stays_sparse(tmp_path):
     scipy.io.mmwrite(tmp_path / "m.mtx", sp.coo_matrix(X))
     assert sp.issparse(scipy.io.mmread(tmp_path / "m.mtx"))  # what the reader gets
     V, _, name = read_matrix(tmp_path / "m.mtx")
-    assert isinstance(V, np.ndarray) and V.dtype == np.float64
-    np.testing.assert_array_equal(V, X)
+    assert sp.issparse(V) and V.format == "csr" and V.dtype == np.float64
+    np.testing.assert_array_equal(V.toarray(), X)
     assert name == "m"
     V, _, _ = read_matrix(tmp_path / "m.mtx", samples_as_rows=True)
-    np.testing.assert_array_equal(V, X.T)
+    assert sp.issparse(V) and V.format == "csr"
+    np.testing.assert_array_equal(V.toarray(), X.T)
+
+
+def test_mtx_duplicates_are_summed_and_integers_become_float(tmp_path):
+    coo = sp.coo_matrix(([1, 2, 5], ([0, 0, 1], [1, 1, 2])), shape=(2, 3), dtype=np.int64)
+    scipy.io.mmwrite(tmp_path / "d.mtx", coo)
+    V, _, _ = read_matrix(tmp_path / "d.mtx")
+    assert V.dtype == np.float64 and V.nnz == 2
+    np.testing.assert_array_equal(V.toarray(), [[0, 3, 0], [0, 0, 5]])
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_sparse_npz_from_save_npz_stays_sparse(tmp_path, fmt):
+    sp.save_npz(tmp_path / "s.npz", sp.csr_matrix(X).asformat(fmt))
+    V, _, name = read_matrix(tmp_path / "s.npz")
+    assert sp.issparse(V) and V.format == fmt and name == "s"
+    np.testing.assert_array_equal(V.toarray(), X)
+    V, _, _ = read_matrix(tmp_path / "s.npz", samples_as_rows=True)
+    assert V.format == {"csr": "csc", "csc": "csr"}[fmt]  # a transpose, not a conversion
+    np.testing.assert_array_equal(V.toarray(), X.T)
+
+
+def test_sparse_npz_bad_value_is_located(tmp_path):
+    sp.save_npz(tmp_path / "s.npz", sp.csr_matrix(np.array([[1.0, 0, 0], [0, 0, -2.0]])))
+    assert "1 entry is negative; the first is -2 at index [1, 2]" in _error(tmp_path / "s.npz")
 
 
 def test_mtx_in_array_format(tmp_path):

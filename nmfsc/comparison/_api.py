@@ -30,8 +30,8 @@ def compare(V, n_components, *, methods=None, sparseness_w=None, sparseness_h=No
 
     Parameters
     ----------
-    V : array_like, shape (N, T)
-        Non-negative data, one sample per column (the paper's orientation).
+    V : array_like or scipy.sparse matrix, shape (N, T)
+        Non-negative data, one sample per column; scipy.sparse stays sparse.
     n_components : int
         M, the number of basis vectors.
     methods : sequence of str, optional

@@ -27,6 +27,10 @@ per-iteration hook: its curve has the start and the end only, and
 curve and nmfsc's rule cost 15-170 % of its own time in its per-call checks
 and error evaluations, so the comparison runs it as its users do.)
 
+scipy.sparse V is passed to every method as it is (nmfsc's solvers and
+scikit-learn's NMF both take it) and the errors come from sparse products
+(:mod:`nmfsc.comparison._errors`): V is never made dense.
+
 The first point of nmf_sc's curve is its start after its own initialisation
 (W0's columns projected to the target sparseness, H0's rows scaled), so it
 differs from the other methods' shared starting error.
@@ -41,6 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import nmfsc
+from nmfsc.comparison._errors import frobenius_norm, relative_error
 from nmfsc.solvers._loop import progress_bar
 from nmfsc.solvers._start import random_start
 
@@ -119,7 +124,7 @@ class _Curve:
 
     def __init__(self, V, W0, H0):
         self.V = V
-        self.norm_V = float(np.linalg.norm(V))
+        self.norm_V = frobenius_norm(V)
         self.overhead = 0.0
         self.next = 1
         self.iterations = [0]
@@ -127,7 +132,7 @@ class _Curve:
         self.errors = [self.error(W0, H0)]
 
     def error(self, W, H):
-        return float(np.linalg.norm(self.V - W @ H) / self.norm_V)
+        return relative_error(self.V, W, H, self.norm_V)
 
     def __call__(self, state):
         if state.iteration >= self.next:
@@ -178,7 +183,7 @@ def run_method(method, V, n_components, start, *, params, max_iter, tol, max_tim
     run = Run(method, result.W, result.H, int(result.n_iter), result.stop_reason, wall)
     run.params = dict(params)
     if curve is None:
-        norm_V = float(np.linalg.norm(V))
+        norm_V = frobenius_norm(V)
         run.iterations = list(range(len(result.objective)))
         run.times = [float(t) for t in result.times]
         run.errors = [float(np.sqrt(max(2.0 * e, 0.0)) / norm_V) for e in result.objective]
@@ -240,12 +245,12 @@ def run_sklearn(V, n_components, start, *, solver="cd", penalty=None, alpha=0.0,
             bar.update(max_iter)
             bar.close()
     n_iter = int(model.n_iter_)
-    norm_V = float(np.linalg.norm(V))
+    norm_V = frobenius_norm(V)
     run = Run(label, model.components_.T.copy(), coef.T.copy(), n_iter,
               "tol" if n_iter < max_iter else "max_iter", wall)  # fmt: skip
     run.iterations = [0, n_iter]
     run.times = [0.0, wall]
-    run.errors = [float(np.linalg.norm(V - W0 @ H0) / norm_V),
+    run.errors = [relative_error(V, W0, H0, norm_V),
                   float(model.reconstruction_err_) / norm_V]  # fmt: skip
     run.params = {"alpha": float(alpha), "penalty_on": penalty} if penalty else {}
     return run

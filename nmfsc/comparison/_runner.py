@@ -15,6 +15,10 @@ Scores of one run (V is N x T, W is N x M, H is M x T):
   with ``on_off=True`` the mean :func:`nmfsc.orientation` of the ON-minus-OFF
   filters;
 - with ``parts``: :func:`nmfsc.datasets.part_recovery` of W against them.
+
+V may be a scipy.sparse matrix: the methods take it as it is and the errors
+come from sparse products (:mod:`nmfsc.comparison._errors`); it is never made
+dense.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import numpy as np
 
 import nmfsc
 from nmfsc._validation import check_data, check_image_shape, check_positive_int, check_sparseness
+from nmfsc.comparison._errors import relative_error, rescaled_error
 from nmfsc.comparison._matched import matched_l1
 from nmfsc.comparison._methods import (
     METHODS,
@@ -37,8 +42,9 @@ from nmfsc.comparison._methods import (
     starting_point,
 )
 from nmfsc.scores import locality, orientation, sparseness_summary
+from nmfsc.solvers._data import is_sparse
 
-__all__ = ["check_methods", "rescaled_error", "run_all", "score_run"]
+__all__ = ["check_methods", "run_all", "score_run"]
 
 
 def check_methods(methods):
@@ -105,21 +111,6 @@ def _check_image_shape(image_shape, n_rows, on_off):
     return (h, w)
 
 
-def rescaled_error(V, W, H):
-    r"""The best scalar rescaling of WH and its error.
-
-    Returns
-    -------
-    (float, float)
-        :math:`c^* = \langle V, WH\rangle / \lVert WH\rVert_F^2` and
-        :math:`\lVert V - c^* WH\rVert_F / \lVert V\rVert_F`.
-    """
-    WH = W @ H
-    denom = float(np.vdot(WH, WH))
-    c = float(np.vdot(V, WH)) / denom if denom > 0 else 0.0
-    return c, float(np.linalg.norm(V - c * WH) / np.linalg.norm(V))
-
-
 def _finite(value):
     return None if value is None or not np.isfinite(value) else float(value)
 
@@ -131,7 +122,7 @@ def score_run(V, run, seed, *, image_shape=None, on_off=False, parts=None):
     row = {
         "method": run.method,
         "seed": int(seed),
-        "relative_error": float(np.linalg.norm(V - run.W @ run.H) / np.linalg.norm(V)),
+        "relative_error": relative_error(V, run.W, run.H),
         "rescaled_relative_error": rescaled,
         "rescale_c": c,
         "sparseness_W": _finite(summary["W"]["mean"]),
@@ -158,10 +149,14 @@ def score_run(V, run, seed, *, image_shape=None, on_off=False, parts=None):
     return row
 
 
-def warm_up(methods, sparse_nmf_alpha):
+def warm_up(methods, sparse_nmf_alpha, like=None):
     """Compile (or load from numba's cache) every solver's kernels once, so that
-    no method's time includes it."""
+    no method's time includes it; ``like``: the data, whose kind (dense, or
+    sparse CSR / CSC with its dtype) the small warm-up matrix takes."""
     V = np.abs(np.random.default_rng(0).standard_normal((6, 5))) + 0.1
+    if like is not None and is_sparse(like):
+        V = type(like)(V.astype(like.dtype))
+        V = V.tocsc() if like.format == "csc" else V.tocsr()
     extra = {"nmf_sc": {"sparseness_w": 0.5}, "sparse_nmf": {"alpha": sparse_nmf_alpha}}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
@@ -218,7 +213,7 @@ def _l1_target(nmf_sc_params, nmf_sc_run):
 def run_all(V, M, methods, seeds, *, nmf_sc_params, sparse_nmf_alpha, fit_options, scoring):
     """Run every (seed, method); returns ``(rows, runs, records)`` where ``runs``
     maps ``(method, seed)`` to its :class:`Run`."""
-    warm_up(methods, sparse_nmf_alpha)
+    warm_up(methods, sparse_nmf_alpha, like=V)
     rows, runs, records = [], {}, []
     for seed in seeds:
         seed_runs, record = run_seed(

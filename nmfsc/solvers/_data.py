@@ -20,8 +20,9 @@ Two kinds (:func:`make_data` picks):
 :class:`DenseData` -- an in-memory ndarray (float64 or float32): ``V / s`` is
 copied once (not when s = 1) and the products are numpy's, exactly the
 operations the solvers always did, so a float64 run is bit-identical to
-before. float32 data keeps float32 products (BLAS sgemm); the scalar sums of
-the objective run in float64 (:func:`inner`).
+before. Only the divergence solvers keep an N x T buffer for W H. float32
+data keeps float32 products (BLAS sgemm); the scalar sums of the objective
+run in float64 (:func:`inner`).
 
 :class:`ScaledData` -- V used as given, never copied and never made dense: a
 scipy.sparse CSR or CSC matrix or array, or a memory-mapped ndarray. Every
@@ -149,7 +150,12 @@ class DenseData:
         return total(self.V) / self.V.size
 
     def half_squared_error(self, W, H):
-        return exact_objective(self.V, W, H, self.wh_buffer())
+        """``0.5 ||V - W H||^2`` from W H: in the divergence solvers' buffer when
+        they keep one, else in a temporary, so that nmf_sc and Euclidean NMF,
+        which need it only at the start, at the end and near an exact fit,
+        do not hold an N x T array through the run."""
+        WH = self._WH if self._WH is not None else np.empty_like(self.V)
+        return exact_objective(self.V, W, H, WH)
 
     def relative_error(self, W_normalised, H):
         """``||V - W H||_F / ||V||_F``, computed on the normalised data as
@@ -208,14 +214,16 @@ class ScaledData:
         return out
 
     def vht_blocks(self, H):
-        """``(rows, (V H^T)[rows])`` by blocks of about 2^18 entries of V H^T
+        """``(rows, (V H^T)[rows])`` by blocks of about 2^16 entries of V H^T
         (CSR or mapped V: row slices are cheap); CSC V in one block."""
         N = self.shape[0]
-        step = max(1, (BLOCK_ENTRIES // 4) // H.shape[0])
+        step = max(1, (BLOCK_ENTRIES // 16) // H.shape[0])
         if self.csc or step >= N:
             yield slice(None), self.vht(H)
             return
-        Ht = np.ascontiguousarray(H.T)
+        # The kernel reads H^T through a transposed view (the same operations,
+        # the same bits as on a copy, about as fast): no M x T copy is held.
+        Ht = H.T if self.sparse else np.ascontiguousarray(H.T)
         V = self.raw
         for start in range(0, N, step):
             rows = slice(start, min(N, start + step))

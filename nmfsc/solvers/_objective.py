@@ -73,25 +73,24 @@ def multiplicative_w_update(data, W, H, HHt, eps):
 
     ``data.vht_blocks(H)`` gives V H^T in blocks of rows (one block for dense
     data, so the operations are those of a single update; blocks of about
-    2^18 entries for CSR data, so that beside W and W' only a block of V H^T
-    and of W H H^T is held). Each block of W' is written over its block of
-    W H H^T (the kernel reads every entry before writing it). W is not
-    modified.
+    2^16 entries for CSR data, so that beside W and W' only a block of V H^T
+    is held). Each block of W H H^T is computed into its rows of W' and the
+    update written over it (the kernel reads every entry before writing it).
+    W is not modified.
     """
     W_new = None
-    unused = np.empty(W.shape[0])
     cross = 0.0
     for rows, VHt in data.vht_blocks(H):
         block = W[rows]
-        out = block @ HHt  # the denominator, overwritten by the update
-        _k.multiplicative_update_into(block, VHt, out, eps, out, unused[rows])
-        cross += inner(VHt, out)
         if rows == slice(None):
-            W_new = out
-        else:
+            W_new = out = block @ HHt  # the denominator, overwritten by the update
+        else:  # written straight into its rows of W' (no block-sized temporary)
             if W_new is None:
                 W_new = np.empty_like(W)
-            W_new[rows] = out
+            out = np.matmul(block, HHt, out=W_new[rows])
+        unused = np.empty(out.shape[0])
+        _k.multiplicative_update_into(block, VHt, out, eps, out, unused)
+        cross += inner(VHt, out)
     return W_new, cross
 
 

@@ -82,7 +82,8 @@ class _Projector:
 
     def __init__(self, count, n, l1_unit, dtype=np.float64):
         self.l1_unit = l1_unit
-        self.out = np.empty((count, n), dtype=dtype)
+        self.shape, self.dtype = (count, n), dtype
+        self.out = None  # the output buffer, allocated when needed (see take)
         self.status = np.zeros(count, dtype=np.int64)
         self.passes = np.zeros(count, dtype=np.int64)
         self.ones = np.ones(count)
@@ -98,12 +99,21 @@ class _Projector:
         """
         l2 = self.ones if l2 is None else l2
         l1 = self.l1_unit * l2
+        if self.out is None:
+            self.out = np.empty(self.shape, dtype=self.dtype)
         _proj.project_rows(
             X, l1, l2, True, _proj.METHOD_FAST, self.out, self.status, self.passes, self.max_passes
         )
         if np.any(self.status != _proj.STATUS_OK):
             return None
         return self.out
+
+    def take(self):
+        """The last projected rows as a new array of the caller's (no copy: the
+        buffer is handed over and the next call allocates another), so that
+        no spare count x n buffer is held between calls."""
+        out, self.out = self.out, None
+        return out
 
 
 class HoyerSteps(SquaredErrorSteps):
@@ -137,7 +147,8 @@ class HoyerSteps(SquaredErrorSteps):
         if self.proj_w is not None:
             W = np.ascontiguousarray(self.proj_w.rows(np.ascontiguousarray(W.T)).T)
         if self.proj_h is not None:
-            H = self.proj_h.rows(np.ascontiguousarray(H)).copy()
+            H = self.proj_h.rows(np.ascontiguousarray(H))
+            H = H if H is None else self.proj_h.take()
         return {
             "W": np.ascontiguousarray(W),
             "H": np.ascontiguousarray(H),
@@ -218,7 +229,7 @@ class HoyerSteps(SquaredErrorSteps):
                 quad = projected @ projected.T
                 after = energy(projected, quad)
                 if after <= before:
-                    return projected.copy(), mu * MU_GROWTH, after, quad
+                    return self.proj_h.take(), mu * MU_GROWTH, after, quad
             mu /= 2.0
             if not MU_MIN <= mu < np.inf:  # also ends the loop for a NaN or infinite mu
                 return None, mu, before, None
