@@ -93,6 +93,15 @@ def check_fitted(estimator: Any, attribute: str) -> None:
         )
 
 
+def _is_text(X: Any) -> bool:
+    """Whether X is a string or an array of strings (not sparse, not objects)."""
+    if isinstance(X, (str, bytes)):
+        return True
+    if hasattr(X, "nnz") or not isinstance(X, (list, tuple, np.ndarray)):
+        return False
+    return np.asarray(X).dtype.kind in "SU"
+
+
 def check_input(estimator: Any, X: Any, *, reset: bool) -> Any:
     """X as a non-negative float array (n_samples, n_features) for ``estimator``.
 
@@ -102,6 +111,11 @@ def check_input(estimator: Any, X: Any, *, reset: bool) -> Any:
     """
     reject_masked(X, "X")  # scikit-learn's validate_data would drop the mask silently
     name = type(estimator).__name__
+    if _is_text(X):  # numpy's own "could not convert string to float" names nothing
+        raise TypeError(
+            f"{name}: X must be a numeric array (n_samples, n_features), got text; "
+            "read a file with nmfsc.read_matrix first"
+        )
     if HAVE_SKLEARN:
         X = validate_data(
             estimator, X, reset=reset, dtype=[np.float64, np.float32], accept_sparse=("csr", "csc")

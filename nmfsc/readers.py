@@ -96,6 +96,8 @@ def read_matrix(
     """
     from nmfsc._parsers import read_image_folder  # imports Pillow only when needed
 
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file or folder name (str or os.PathLike), got {path!r}")
     path = Path(path)
     if path.is_dir():
         if key is not None:

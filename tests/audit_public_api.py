@@ -705,7 +705,8 @@ def estimator_param_cases():
     from nmfsc import SparseNMF
 
     params = {
-        "n_components": INT_BAD,
+        # n_components=None is valid for the estimator: all features, as scikit-learn's NMF
+        "n_components": {k: v for k, v in INT_BAD.items() if k != "None"},
         "sparseness_components": S_BAD,
         "sparseness_coefficients": S_BAD,
         "max_iter": INT_BAD,

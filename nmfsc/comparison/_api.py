@@ -22,11 +22,12 @@ def compare(V, n_components, *, methods=None, sparseness_w=None, sparseness_h=No
     # fmt: on
     r"""Run nmf_sc and standard NMF methods side by side on ``V``, from the same starts.
 
-    For each seed every method starts from :math:`W_0 = \max(V)\,|R_W|`,
-    :math:`H_0 = |R_H|` (standard normal, ``numpy.random.default_rng(seed)``)
-    and runs until the relative decrease of its objective over 10 iterations
-    falls below ``tol``, or ``max_iter``: never by wall time unless
-    ``max_time`` is given, so equal calls give equal numbers (not times).
+    Every method runs on ``V / max(V)`` (so every number reported is the same at
+    any scale of V; the runs' W are returned in V's units), for each seed from
+    :math:`W_0 = |R_W|`, :math:`H_0 = |R_H|` (standard normal,
+    ``numpy.random.default_rng(seed)``), until the relative decrease of its
+    objective over 10 iterations falls below ``tol``, or ``max_iter``: never by
+    wall time unless ``max_time`` is given, so equal calls give equal numbers.
 
     Parameters
     ----------
@@ -73,11 +74,9 @@ def compare(V, n_components, *, methods=None, sparseness_w=None, sparseness_h=No
         Unknown method names (listing the allowed ones), no sparseness level,
         bad V or shapes.
     ImportError
-        A scikit-learn method without scikit-learn.
-
-    See docs/compare.md for a worked example.
+        A scikit-learn method without scikit-learn (docs/compare.md: an example).
     """
-    V, M, methods, sw, sh, seeds, image_shape, parts = check_settings(
+    V, M, methods, sw, sh, seeds, image_shape, parts, scale = check_settings(
         V, n_components, methods, sparseness_w, sparseness_h, seeds, image_shape, on_off, parts
     )
     fit_options = {
@@ -94,8 +93,15 @@ def compare(V, n_components, *, methods=None, sparseness_w=None, sparseness_h=No
     rows, runs, matched = run_all(V, M, methods, seeds, nmf_sc_params=nmf_sc_params,
                                   sparse_nmf_alpha=alpha, fit_options=fit_options,
                                   scoring=scoring)  # fmt: skip
-    versions = _versions(methods)
-    return Comparison(rows=rows, runs=runs, matched=matched, settings=settings, versions=versions)
+    return Comparison(rows=rows, runs=_in_data_units(runs, scale), matched=matched,
+                      settings=settings, versions=_versions(methods))  # fmt: skip
+
+
+def _in_data_units(runs, scale):
+    """The runs, each W multiplied back by max(V) (they ran on V / max(V))."""
+    for run in runs.values():
+        run.W = run.W * scale
+    return runs
 
 
 def _settings(name, V, M, methods, sw, sh, seeds, fit_options, image_shape, on_off, parts,

@@ -238,7 +238,9 @@ def run_sklearn(V, n_components, start, *, solver="cd", penalty=None, alpha=0.0,
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SkConvergenceWarning)
-            coef = model.fit_transform(V.T, W=np.array(H0.T), H=np.array(W0.T))
+            coef = model.fit_transform(  # scikit-learn wants the start in X's dtype
+                V.T, W=np.array(H0.T, dtype=V.dtype), H=np.array(W0.T, dtype=V.dtype)
+            )
     finally:
         wall = time.perf_counter() - t0
         if bar is not None:

@@ -29,7 +29,13 @@ import warnings
 import numpy as np
 
 import nmfsc
-from nmfsc._validation import check_data, check_image_shape, check_positive_int, check_sparseness
+from nmfsc._validation import (
+    as_float_array,
+    check_data,
+    check_image_shape,
+    check_positive_int,
+    check_sparseness,
+)
 from nmfsc.comparison._errors import relative_error, rescaled_error
 from nmfsc.comparison._matched import matched_l1
 from nmfsc.comparison._methods import (
@@ -72,8 +78,10 @@ def check_methods(methods):
 def check_settings(
     V, n_components, methods, sparseness_w, sparseness_h, seeds, image_shape, on_off, parts
 ):
-    """Validate the arguments of :func:`nmfsc.compare`; returns the cleaned values."""
-    V, _ = check_data(V)
+    """Validate the arguments of :func:`nmfsc.compare`; returns the cleaned values,
+    V divided by its maximum (see :func:`normalised`) and that maximum last."""
+    V, scale = check_data(V)
+    V = normalised(V, scale)
     M = check_positive_int(n_components, "n_components")
     methods = check_methods(methods)
     sw = None if sparseness_w is None else check_sparseness(sparseness_w, "sparseness_w")
@@ -91,15 +99,28 @@ def check_settings(
     ):
         raise TypeError(f"seeds must be a non-empty sequence of integers, got {seeds!r}")
     seeds = tuple(int(s) for s in seeds)
+    if min(seeds) < 0:
+        raise ValueError(f"seeds must be integers >= 0, got {min(seeds)}")
     if image_shape is not None:
         image_shape = _check_image_shape(image_shape, V.shape[0], on_off)
     if parts is not None:
-        parts = np.asarray(parts, dtype=float)
-        if parts.ndim != 2 or parts.shape[0] != V.shape[0]:
+        parts = as_float_array(parts, "parts", ndim=2)
+        if parts.shape[0] != V.shape[0]:
             raise ValueError(
                 f"parts must be N x P with N = {V.shape[0]} (rows of V), got shape {parts.shape}"
             )
-    return V, M, methods, sw, sh, seeds, image_shape, parts
+    return V, M, methods, sw, sh, seeds, image_shape, parts, scale
+
+
+def normalised(V, scale):
+    """V / max(V): compare runs every method on it, so that every number it
+    reports (relative errors, sparseness, scores, the L1 weight matched on the
+    normalised data) is the same at any scale of V, and scikit-learn, which does
+    not rescale, neither underflows nor overflows. A new array (or sparse
+    matrix) of V's dtype; V itself when its maximum is already 1."""
+    if scale == 1.0:
+        return V
+    return V / scale if is_sparse(V) else np.divide(V, scale, dtype=V.dtype)
 
 
 def _check_image_shape(image_shape, n_rows, on_off):
