@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import platform
+from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 import nmfsc
 from nmfsc._validation import check_nonneg_real, check_positive_int
@@ -16,9 +18,13 @@ __all__ = ["compare"]
 
 
 # fmt: off
-def compare(V, n_components, *, methods=None, sparseness_w=None, sparseness_h=None,
-            seeds=(0, 1, 2), max_iter=2000, tol=1e-4, max_time=None, image_shape=None,
-            on_off=False, parts=None, sparse_nmf_alpha=100.0, progress=True, name=None):
+def compare(V: ArrayLike, n_components: int, *, methods: Sequence[str] | None = None,
+            sparseness_w: float | None = None, sparseness_h: float | None = None,
+            seeds: Sequence[int] | int = (0, 1, 2), max_iter: int = 2000, tol: float = 1e-4,
+            max_time: float | None = None, image_shape: tuple[int, int] | None = None,
+            on_off: bool = False, parts: ArrayLike | None = None,
+            sparse_nmf_alpha: float = 100.0, progress: bool = True,
+            name: str | None = None) -> Comparison:
     # fmt: on
     r"""Run nmf_sc and standard NMF methods side by side on ``V``, from the same starts.
 
@@ -46,15 +52,13 @@ def compare(V, n_components, *, methods=None, sparseness_w=None, sparseness_h=No
         nmf_sc's targets; one is required when ``nmf_sc`` or ``sklearn_cd_l1``
         runs (no default: the level is the point of the comparison).
     seeds : sequence of int, default (0, 1, 2)
-    max_iter : int, default 2000
-    tol : float, default 1e-4
+    max_iter, tol : int, default 2000; float, default 1e-4
         Budgets of every run, and of every fit of the L1 search.
     max_time : float, optional
         Seconds per run (makes the numbers machine-dependent).
     image_shape : (int, int), optional
-        Image of one column of V (of each ON/OFF half with ``on_off``): adds
-        the mean :func:`~nmfsc.locality` (with ``on_off``,
-        :func:`~nmfsc.orientation`) and the bases figure.
+        Image of a column of V (of each ON/OFF half with ``on_off``): adds mean
+        :func:`~nmfsc.locality` (``on_off``: orientation) and the bases figure.
     on_off : bool, default False
     parts : array_like, shape (N, P), optional
         True parts: adds :func:`nmfsc.datasets.part_recovery`.
@@ -71,8 +75,7 @@ def compare(V, n_components, *, methods=None, sparseness_w=None, sparseness_h=No
     Raises
     ------
     ValueError
-        Unknown method names (listing the allowed ones), no sparseness level,
-        bad V or shapes.
+        Unknown method names, no sparseness level, bad V or shapes.
     ImportError
         A scikit-learn method without scikit-learn (docs/compare.md: an example).
     """
