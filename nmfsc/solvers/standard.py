@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from nmfsc._kernels import updates as _k
+from nmfsc.dask_backend import is_dask_array
 from nmfsc.solvers._data import inner
 from nmfsc.solvers._docs import DIVERGENCE_UNITS, EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import Steps, solve
@@ -156,6 +157,10 @@ def nmf_euclidean(V, n_components, **loop):
     constraints", JMLR 5:1457-1469, 2004 (nmfpack's nmfmse).
     """
     settings = LoopSettings.from_keywords("nmf_euclidean", loop)
+    if is_dask_array(V):  # chunked V on a Dask scheduler (nmfsc.dask_backend, issue 17)
+        from nmfsc.dask_backend.run import dask_nmf_euclidean
+
+        return dask_nmf_euclidean(V, n_components, settings)
     return solve(EuclideanSteps, V, n_components, solver_params={}, settings=settings)
 
 
