@@ -23,10 +23,20 @@ package's modules, and with them Dask, only then.
 
 from __future__ import annotations
 
-__all__ = ["is_dask_array"]
+__all__ = ["is_dask_array", "solve_on_dask"]
 
 
 def is_dask_array(V):
     """Whether V is a ``dask.array.Array``, decided without importing Dask."""
     cls = type(V)
     return cls.__name__ == "Array" and cls.__module__.startswith("dask.array")
+
+
+def solve_on_dask(solver, V, n_components, settings, *params):
+    """Run ``solver`` ("nmf_sc" with its sparseness_w, sparseness_h, or
+    "nmf_euclidean") on the Dask array V; Dask is imported only now."""
+    from nmfsc.dask_backend import run
+
+    if solver == "nmf_sc":
+        return run.dask_nmf_sc(V, n_components, *params, settings)
+    return run.dask_nmf_euclidean(V, n_components, settings)

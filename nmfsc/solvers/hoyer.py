@@ -52,7 +52,7 @@ import numpy as np
 from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import updates as _k
 from nmfsc._validation import check_optional_sparseness
-from nmfsc.dask_backend import is_dask_array
+from nmfsc.dask_backend import is_dask_array, solve_on_dask
 from nmfsc.solvers._data import inner
 from nmfsc.solvers._docs import EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import solve
@@ -378,10 +378,8 @@ def nmf_sc(V, n_components, *, sparseness_w=None, sparseness_h=None, solver="hoy
     s_h = check_optional_sparseness(sparseness_h, "sparseness_h")
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {', '.join(map(repr, SOLVERS))}; got {solver!r}")
-    if is_dask_array(V):  # chunked V on a Dask scheduler (nmfsc.dask_backend, issue 17)
-        from nmfsc.dask_backend.run import dask_nmf_sc
-
-        return dask_nmf_sc(V, n_components, s_w, s_h, settings)
+    if is_dask_array(V):  # V chunked on a Dask scheduler: nmfsc.dask_backend (issue 17)
+        return solve_on_dask("nmf_sc", V, n_components, settings, s_w, s_h)
 
     def make_steps(Vn, M):
         return HoyerSteps(Vn, M, s_w, s_h)
