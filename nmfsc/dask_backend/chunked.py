@@ -12,9 +12,10 @@ left, which the client receives.
 :class:`DaskData` plays the part of :mod:`nmfsc.solvers._data`'s data objects
 for a Dask array V: one reduction gives min(V), s = max(V), the count of
 non-finite values and :math:`\lVert V\rVert_F^2` (V is checked as the
-in-memory solvers check it), and every product is of the normalised chunk
-:math:`V_c / s`: :math:`W^T V_c / s` chunk by chunk, :math:`\sum_c (V_c / s)
-H_c^T` and :math:`\sum_c H_c H_c^T` as reductions. Chunks may be dense
+in-memory solvers check it), and every product is taken of the chunk as
+stored and divided by s (no copy of a chunk): :math:`W^T V_c / s` chunk by
+chunk, :math:`\sum_c V_c H_c^T / s` and :math:`\sum_c H_c H_c^T` as
+reductions. Chunks may be dense
 ndarrays or scipy.sparse matrices.
 """
 
@@ -30,10 +31,30 @@ from dask import delayed
 from nmfsc._kernels import updates as _k
 from nmfsc.solvers._data import inner, is_sparse
 
-__all__ = ["FAN_IN", "ChunkedRows", "DaskData", "as_delayed", "reduce_tree", "task"]
+__all__ = [
+    "FAN_IN",
+    "ChunkedRows",
+    "DaskData",
+    "as_delayed",
+    "compute",
+    "persist",
+    "reduce_tree",
+    "task",
+]
 
 #: Partial results combined per task of a tree reduction.
 FAN_IN = 8
+
+
+def compute(*values):
+    """``dask.compute`` without graph optimisation (the graphs are small and made
+    to be run as they are: fusing or culling them only costs time each round)."""
+    return dask.compute(*values, optimize_graph=False)
+
+
+def persist(*values):
+    """``dask.persist`` without graph optimisation (see :func:`compute`)."""
+    return dask.persist(*values, optimize_graph=False)
 
 
 def task(func, *args):
@@ -77,7 +98,7 @@ class ChunkedRows:
     @classmethod
     def persisted(cls, parts, like, dtype=None, rows=None):
         """New chunks (delayed, computed now) laid out as the ChunkedRows ``like``."""
-        parts = dask.persist(*parts)
+        parts = persist(*parts)
         rows = like.shape[0] if rows is None else rows
         return cls(parts, like.widths, like.dtype if dtype is None else dtype, rows)
 
@@ -102,7 +123,7 @@ class ChunkedRows:
 
     def compute(self):
         """The whole array on the client (for tests and small problems only)."""
-        return np.concatenate(dask.compute(*self.parts), axis=1)
+        return np.concatenate(compute(*self.parts), axis=1)
 
 
 # --- the per-chunk functions (run on the workers) ------------------------------------
@@ -152,15 +173,21 @@ def chunk_digest(v):
 
 
 def wtv_chunk(v, W, scale):
-    v = normalised(v, scale)
+    """W^T V_c / s: the product of the chunk as stored, divided by s (M x T_c), so that
+    the chunk is not copied (as :class:`nmfsc.solvers._data.ScaledData` does)."""
     if is_sparse(v):
-        return np.ascontiguousarray((v.T @ W).T)
-    return W.T @ v
+        out = np.ascontiguousarray((v.tocsr().T @ W).T)
+    else:
+        out = W.T @ np.asarray(v)
+    out /= scale
+    return out
 
 
 def vht_and_gram_chunk(v, h, scale):
-    v = normalised(v, scale)
-    return np.asarray(v @ h.T), h @ h.T
+    """(V_c H_c^T / s, H_c H_c^T), V_c as stored."""
+    vht = np.asarray((v.tocsr() if is_sparse(v) else np.asarray(v)) @ h.T)
+    vht /= scale
+    return vht, h @ h.T
 
 
 def inner_and_gram_chunk(a, x):
@@ -193,7 +220,7 @@ class DaskData:
         self.widths = V.chunks[1]
         self.shape, self.dtype = V.shape, V.dtype
         self.sparse = False
-        lo, hi, ss, bad = dask.compute(
+        lo, hi, ss, bad = compute(
             reduce_tree([task(chunk_check, p) for p in self.parts], merge_checks)
         )[0]
         if bad:
@@ -208,7 +235,7 @@ class DaskData:
 
     def fingerprint(self):
         """``"NxT:sha256"`` over the chunk widths and every chunk's SHA-256 (one pass)."""
-        digests = dask.compute(*[task(chunk_digest, p) for p in self.parts])
+        digests = compute(*[task(chunk_digest, p) for p in self.parts])
         combined = hashlib.sha256(repr(self.widths).encode())
         for d in digests:
             combined.update(d.encode())
@@ -221,14 +248,14 @@ class DaskData:
             as_delayed(np.ascontiguousarray(H[:, a:b]), "H")
             for a, b in zip(bounds[:-1], bounds[1:], strict=True)
         ]
-        return ChunkedRows(dask.persist(*parts), self.widths, H.dtype, H.shape[0])
+        return ChunkedRows(persist(*parts), self.widths, H.dtype, H.shape[0])
 
     def wtv(self, W):
         """W^T V / s, chunk by chunk (persisted)."""
         Wd = as_delayed(W, "W")
         parts = [task(wtv_chunk, p, Wd, self.scale) for p in self.parts]
         dtype = np.result_type(W.dtype, self.dtype)
-        return ChunkedRows(dask.persist(*parts), self.widths, dtype, W.shape[1])
+        return ChunkedRows(persist(*parts), self.widths, dtype, W.shape[1])
 
     def vht_and_gram(self, H):
         """(V H^T / s, H H^T): one reduction. V H^T is kept for :meth:`vht` of this H."""
@@ -236,7 +263,7 @@ class DaskData:
             task(vht_and_gram_chunk, v, h, self.scale)
             for v, h in zip(self.parts, H.parts, strict=True)
         ]
-        VHt, HHt = dask.compute(reduce_tree(parts))[0]
+        VHt, HHt = compute(reduce_tree(parts))[0]
         self._vht = (H, VHt)
         return VHt, HHt
 
@@ -247,7 +274,7 @@ class DaskData:
             task(vht_and_gram_chunk, v, h, self.scale)
             for v, h in zip(self.parts, H.parts, strict=True)
         ]
-        VHt = dask.compute(reduce_tree(parts))[0][0]
+        VHt = compute(reduce_tree(parts))[0][0]
         self._vht = (H, VHt)
         return VHt
 
@@ -262,7 +289,7 @@ class DaskData:
             task(half_squared_error_chunk, v, Wd, h, self.scale)
             for v, h in zip(self.parts, H.parts, strict=True)
         ]
-        return float(dask.compute(reduce_tree(parts))[0][0])
+        return float(compute(reduce_tree(parts))[0][0])
 
     def relative_error(self, W, H, W_normalised):
         """``||V - W H||_F / ||V||_F`` (``W_normalised`` in V / s's units)."""
@@ -272,7 +299,7 @@ class DaskData:
 def inner_and_gram(A, X):
     """(<A, X>, X X^T) of two ChunkedRows of the same layout: one reduction."""
     parts = [task(inner_and_gram_chunk, a, x) for a, x in zip(A.parts, X.parts, strict=True)]
-    cross, gram = dask.compute(reduce_tree(parts))[0]
+    cross, gram = compute(reduce_tree(parts))[0]
     return float(cross[0]), gram
 
 

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from nmfsc._validation import check_positive_int
-from nmfsc.dask_backend.chunked import DaskData, reduce_tree, task
+from nmfsc.dask_backend.chunked import DaskData, compute, reduce_tree, task
 from nmfsc.dask_backend.stack_checkpoint import load_stack_checkpoint, save_stack_checkpoint
 from nmfsc.dask_backend.steps import DaskEuclideanSteps, DaskHoyerSteps
 from nmfsc.solvers._loop import progress_bar, tol_reached
@@ -240,11 +240,7 @@ def _merge_norms(*parts):
 
 def row_sparseness(H):
     """Hoyer's sparseness of every row of chunked H (NaN for a zero row): one reduction."""
-    import dask
-
-    l1, ss, peak = dask.compute(reduce_tree([task(_row_norms, h) for h in H.parts], _merge_norms))[
-        0
-    ]
+    l1, ss, peak = compute(reduce_tree([task(_row_norms, h) for h in H.parts], _merge_norms))[0]
     T = H.shape[1]
     out = np.full(H.shape[0], np.nan)
     ok = peak > 0

@@ -27,10 +27,9 @@ import shutil
 import uuid
 from pathlib import Path
 
-import dask
 import numpy as np
 
-from nmfsc.dask_backend.chunked import ChunkedRows, task
+from nmfsc.dask_backend.chunked import ChunkedRows, compute, persist, task
 from nmfsc.solvers.checkpoint import load_checkpoint, save_checkpoint
 
 __all__ = ["load_stack_checkpoint", "save_stack_checkpoint"]
@@ -64,7 +63,7 @@ def save_stack_checkpoint(path, *, state, meta, iteration, objective, times):
     folder = path.parent / f"{path.name}.H-{uuid.uuid4().hex[:12]}"
     folder.mkdir()
     files = [str(folder / f"{i}.npy") for i in range(len(H.parts))]
-    digests = dask.compute(*[task(_save_chunk, h, f) for h, f in zip(H.parts, files, strict=True)])
+    digests = compute(*[task(_save_chunk, h, f) for h, f in zip(H.parts, files, strict=True)])
     stack = {"folder": folder.name, "widths": list(H.widths), "digests": list(digests)}
     rest = {key: value for key, value in state.items() if key != "H"}
     save_checkpoint(
@@ -109,5 +108,5 @@ def load_stack_checkpoint(path, meta, steps, data, shape):
         task(_load_chunk, str(folder / f"{i}.npy"), d, (M, w), data.dtype)
         for i, (d, w) in enumerate(zip(stack["digests"], data.widths, strict=True))
     ]
-    state["H"] = ChunkedRows(dask.persist(*parts), data.widths, data.dtype, M)
+    state["H"] = ChunkedRows(persist(*parts), data.widths, data.dtype, M)
     return state, iteration, objective, times

@@ -19,18 +19,22 @@ the in-memory solver, so the iterates agree with it to rounding.
 
 from __future__ import annotations
 
-import dask
+from operator import getitem
+
 import numpy as np
-from dask import delayed
 
 from nmfsc.dask_backend.chunked import (
     ChunkedRows,
     as_delayed,
-    inner_and_gram,
+    compute,
+    inner_and_gram_chunk,
     multiplicative_h_chunk,
+    persist,
+    reduce_tree,
     task,
+    wtv_chunk,
 )
-from nmfsc.dask_backend.projection import project_chunked_rows
+from nmfsc.dask_backend.projection import chunk_stats, merge_stats, project_chunked_rows
 from nmfsc.solvers._data import inner
 from nmfsc.solvers._objective import ColumnGram, SquaredErrorSteps, multiplicative_w_update
 from nmfsc.solvers.hoyer import EPS, MU_GROWTH, MU_MIN, HoyerSteps
@@ -45,10 +49,6 @@ def _trial(h, dh, mu):
     return np.ascontiguousarray(trial)
 
 
-def _gradient(h, a, WtW):
-    return WtW @ h - a
-
-
 def _divide_rows(h, norms):
     return h / norms[:, None]
 
@@ -56,13 +56,13 @@ def _divide_rows(h, norms):
 def multiplicative_h(data, W, H, WtW):
     """Lee & Seung's H update chunk by chunk; the new H and its rows' squared norms."""
     Wd = as_delayed(W, "W")
-    update = delayed(multiplicative_h_chunk, pure=False, nout=2)
-    pairs = [
-        update(v, h, Wd, WtW, data.scale, EPS) for v, h in zip(data.parts, H.parts, strict=True)
+    made = [
+        task(multiplicative_h_chunk, v, h, Wd, WtW, data.scale, EPS)
+        for v, h in zip(data.parts, H.parts, strict=True)
     ]
-    H_new = ChunkedRows.persisted([p[0] for p in pairs], H)
-    row_ss = np.sum(np.stack(dask.compute(*[p[1] for p in pairs])), axis=0)
-    return H_new, row_ss
+    *made, row_ss = persist(*made, reduce_tree([task(getitem, m, 1) for m in made]))
+    H_new = ChunkedRows([task(getitem, m, 0) for m in made], H.widths, H.dtype, H.shape[0])
+    return H_new, compute(row_ss)[0]
 
 
 def rescale_rows(H, W, row_ss):
@@ -99,32 +99,61 @@ class DaskHoyerSteps(HoyerSteps):
         return super()._w_projected(W, H, mu, HHt)
 
     def _h_projected(self, W, H, mu):
-        """The projected gradient H step (in-memory: :class:`HoyerSteps`), chunk by chunk."""
-        WtV = self.data.wtv(W)
+        """The projected gradient H step (in-memory: :class:`HoyerSteps`), chunk by chunk.
+
+        One round trip starts it: per chunk W^T V_c and dH_c (kept), the
+        energy terms of H_c, and the first projection pass's statistics of the
+        first trial. Each trial then costs its projection passes and one round
+        trip that writes the projected chunks and reduces their energy terms.
+        """
         WtW = self._w_gram(W)
-
-        def energy(X):
-            cross, quad = inner_and_gram(WtV, X)
-            return 0.5 * (self.vv - 2.0 * cross + inner(WtW, quad)), quad
-
-        before, _ = energy(H)
-        WtWd = as_delayed(WtW, "WtW")
-        dH = ChunkedRows.persisted(
-            [task(_gradient, h, a, WtWd) for h, a in zip(H.parts, WtV.parts, strict=True)], H
-        )
-        M = H.shape[0]
-        l2 = np.ones(M)
+        WtV, dH, (cross, quad), first = h_step_start(self.data, W, H, WtW, mu)
+        before = 0.5 * (self.vv - 2.0 * cross + inner(WtW, quad))
+        l2 = np.ones(H.shape[0])
         l1 = self.proj_h.l1_unit * l2
+
+        def energy_terms(parts):
+            pairs = [task(inner_and_gram_chunk, a, x) for a, x in zip(WtV, parts, strict=True)]
+            return reduce_tree(pairs)
+
         while True:
-            inputs = [(h, d, mu) for h, d in zip(H.parts, dH.parts, strict=True)]
-            projected = project_chunked_rows(inputs, H, l1, l2, form=_trial)
+            inputs = [(h, d, mu) for h, d in zip(H.parts, dH, strict=True)]
+            projected, terms = project_chunked_rows(
+                inputs, H, l1, l2, form=_trial, first=first, extra=energy_terms
+            )
+            first = None
             if projected is not None:
-                after, quad = energy(projected)
+                after = 0.5 * (self.vv - 2.0 * float(terms[0][0]) + inner(WtW, terms[1]))
                 if after <= before:
-                    return projected, mu * MU_GROWTH, after, quad
+                    return projected, mu * MU_GROWTH, after, terms[1]
             mu /= 2.0
             if not MU_MIN <= mu < np.inf:  # also ends the loop for a NaN or infinite mu
                 return None, mu, before, None
+
+
+def _h_start_chunk(v, h, W, WtW, scale, mu, offset):
+    a = wtv_chunk(v, W, scale)
+    d = WtW @ h - a
+    terms = inner_and_gram_chunk(a, h)
+    return a, d, terms, chunk_stats(_trial(h, d, mu), offset, None)
+
+
+def h_step_start(data, W, H, WtW, mu):
+    """Per chunk W^T V_c and dH_c = W^T W H_c - W^T V_c (kept where they are made),
+    and, reduced, (<W^T V, H>, H H^T) and the first trial's first-pass statistics."""
+    Wd, WtWd = as_delayed(W, "W"), as_delayed(WtW, "WtW")
+    made = [
+        task(_h_start_chunk, v, h, Wd, WtWd, data.scale, mu, off)
+        for v, h, off in zip(data.parts, H.parts, H.offsets, strict=True)
+    ]
+    terms = reduce_tree([task(getitem, m, 2) for m in made])
+    stats = reduce_tree([task(getitem, m, 3) for m in made], merge_stats)
+    *made, terms, stats = persist(*made, terms, stats)
+    WtV = [task(getitem, m, 0) for m in made]
+    dH = [task(getitem, m, 1) for m in made]
+    terms, stats = compute(terms, stats)
+    cross, quad = terms
+    return WtV, dH, (float(cross[0]), quad), stats
 
 
 class DaskEuclideanSteps(SquaredErrorSteps):
