@@ -44,6 +44,8 @@ __all__ = [
 
 #: Partial results combined per task of a tree reduction.
 FAN_IN = 8
+#: Values of a chunk converted to float64 at a time by :func:`chunk_check`.
+BLOCK_VALUES = 1 << 20
 
 
 def compute(*values):
@@ -137,16 +139,24 @@ def normalised(v, scale):
 
 
 def chunk_check(v):
-    """[min, max, sum of squares, non-finite count] of a chunk (zeros count for sparse)."""
-    values = v.tocsr().data if is_sparse(v) else np.asarray(v).ravel()
+    """[min, max, sum of squares, non-finite count] of a chunk (zeros count for sparse).
+
+    The squares are summed in float64 by slices of 2^20 values, so that a float32
+    chunk is never copied whole.
+    """
+    values = v.tocsr().data if is_sparse(v) else np.asarray(v).reshape(-1)
     bad = float(np.count_nonzero(~np.isfinite(values)))
     if values.size == 0:
         return np.array([0.0, 0.0, 0.0, bad])
     lo, hi = float(np.nanmin(values)), float(np.nanmax(values))
     if is_sparse(v) and values.size < v.shape[0] * v.shape[1]:
         lo, hi = min(lo, 0.0), max(hi, 0.0)
-    finite = values[np.isfinite(values)].astype(np.float64)
-    return np.array([lo, hi, float(np.dot(finite, finite)), bad])
+    squares = 0.0
+    for start in range(0, values.size, BLOCK_VALUES):
+        part = values[start : start + BLOCK_VALUES].astype(np.float64)
+        part = part[np.isfinite(part)] if bad else part
+        squares += float(np.dot(part, part))
+    return np.array([lo, hi, squares, bad])
 
 
 def merge_checks(*parts):

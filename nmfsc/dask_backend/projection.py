@@ -120,6 +120,12 @@ def _merge_block(acc, b):
     acc[:, _MAX] = np.maximum(acc[:, _MAX], b[:, _MAX])
 
 
+def _formed(func, form, args, *rest):
+    """``func(form(*args), *rest)``: the chunk is made in the task that uses it
+    (one task per chunk and pass); ``form`` None: ``args`` is the chunk."""
+    return func(args if form is None else form(*args), *rest)
+
+
 def _write_chunk(x, offset, final, dtype):
     """The projected chunk: l2 max(m + t (y - mean), 0) on y >= lo, copies, single entries."""
     lo, m, t, mean, l2, kind, arg = final
@@ -138,7 +144,7 @@ def _write_chunk(x, offset, final, dtype):
 
 def _reduce(X, offsets, params, form):
     parts = [
-        task(chunk_stats, task(form, *args) if form else args, off, params)
+        task(_formed, chunk_stats, form, args, off, params)
         for args, off in zip(X, offsets, strict=True)
     ]
     return compute(reduce_tree(parts, merge_stats))[0]
@@ -230,7 +236,7 @@ def project_chunked_rows(inputs, like, l1, l2, form=None, first=None, extra=None
     lo, m, t, mean = _supports(stats, rho, kind == 0, lambda p: _reduce(inputs, offsets, p, form))
     final = (lo, m, t, mean, np.asarray(l2, dtype=np.float64), kind, arg)
     parts = [
-        task(_write_chunk, task(form, *args) if form else args, off, final, like.dtype)
+        task(_formed, _write_chunk, form, args, off, final, like.dtype)
         for args, off in zip(inputs, offsets, strict=True)
     ]
     if extra is None:

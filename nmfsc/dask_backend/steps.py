@@ -61,7 +61,9 @@ def multiplicative_h(data, W, H, WtW):
         for v, h in zip(data.parts, H.parts, strict=True)
     ]
     *made, row_ss = persist(*made, reduce_tree([task(getitem, m, 1) for m in made]))
-    H_new = ChunkedRows([task(getitem, m, 0) for m in made], H.widths, H.dtype, H.shape[0])
+    H_new = ChunkedRows(
+        persist(*[task(getitem, m, 0) for m in made]), H.widths, H.dtype, H.shape[0]
+    )
     return H_new, compute(row_ss)[0]
 
 
@@ -149,8 +151,8 @@ def h_step_start(data, W, H, WtW, mu):
     terms = reduce_tree([task(getitem, m, 2) for m in made])
     stats = reduce_tree([task(getitem, m, 3) for m in made], merge_stats)
     *made, terms, stats = persist(*made, terms, stats)
-    WtV = [task(getitem, m, 0) for m in made]
-    dH = [task(getitem, m, 1) for m in made]
+    kept = persist(*[task(getitem, m, i) for i in (0, 1) for m in made])
+    WtV, dH = list(kept[: len(made)]), list(kept[len(made) :])
     terms, stats = compute(terms, stats)
     cross, quad = terms
     return WtV, dH, (float(cross[0]), quad), stats
