@@ -188,6 +188,7 @@ def run_ooc(client, V, M, iters, max_time):
     marks = {}
 
     def callback(state):
+        print(f"iteration {state.iteration}: loop {state.elapsed:.1f} s", flush=True)
         if state.iteration == 1:
             moved = sum(b for _, b in client.run(_worker_stats).values())
             marks["first"] = (traffic.sent, traffic.received, moved, state.elapsed)
@@ -211,7 +212,7 @@ def run_ooc(client, V, M, iters, max_time):
     stop.set()
     sampler.join()
     total = time.perf_counter() - t0
-    sent0, recv0, moved0, _ = marks["first"]
+    sent0, recv0, moved0, _ = marks.get("first", (0, 0, 0, 0.0))
     k = max(1, res.n_iter - 1)
     print(
         f"iterations {res.n_iter} ({res.stop_reason}); whole call {total:.0f} s, loop "
@@ -223,10 +224,10 @@ def run_ooc(client, V, M, iters, max_time):
     )
     print("|---:|---:|---:|---:|---:|---:|")
     peak = ", ".join(f"{p / 2**30:.2f} GiB" for p in peaks.values())
+    sent, received = (traffic.sent - sent0) / k / 1e6, (traffic.received - recv0) / k / 1e6
     print(
-        f"| {res.n_iter} | {res.times[-1] / res.n_iter:.1f} s | "
-        f"{(traffic.sent - sent0) / k / 1e6:.2f} MB | {(traffic.received - recv0) / k / 1e6:.2f} MB "
-        f"| {(moved - moved0) / k / 1e6:.1f} MB | {peak} |"
+        f"| {res.n_iter} | {res.times[-1] / res.n_iter:.1f} s | {sent:.2f} MB | "
+        f"{received:.2f} MB | {(moved - moved0) / k / 1e6:.1f} MB | {peak} |"
     )
     print(
         f"objective {res.objective[0]:.6g} -> {res.objective[-1]:.6g}; sparseness_H "
