@@ -53,6 +53,7 @@ from numpy.typing import ArrayLike
 from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import updates as _k
 from nmfsc._validation import check_optional_sparseness
+from nmfsc.dask_backend import is_dask_array, solve_on_dask
 from nmfsc.solvers._data import inner
 from nmfsc.solvers._docs import EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import solve
@@ -265,10 +266,16 @@ class HoyerSteps(SquaredErrorSteps):
 SOLVERS = ("hoyer", "accelerated")
 
 
-def _steps_class(solver):
-    """The Steps class of ``solver`` (accelerated.py imports this module)."""
+def _steps_class(solver, on_dask=False):
+    """The Steps class of ``solver`` (accelerated.py imports this module); the
+    Dask path (``on_dask``) runs the paper's algorithm only."""
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {', '.join(map(repr, SOLVERS))}; got {solver!r}")
+    if on_dask and solver != "hoyer":
+        raise ValueError(
+            f"solver={solver!r} does not run on a Dask array yet; use solver='hoyer' "
+            "(the paper's algorithm) or compute V into memory"
+        )
     if solver == "accelerated":
         from nmfsc.solvers.accelerated import AcceleratedSteps
 
@@ -351,7 +358,9 @@ def nmf_sc(
     settings = LoopSettings.from_keywords("nmf_sc", loop)
     s_w = check_optional_sparseness(sparseness_w, "sparseness_w")
     s_h = check_optional_sparseness(sparseness_h, "sparseness_h")
-    steps_class = _steps_class(solver)
+    steps_class = _steps_class(solver, on_dask=is_dask_array(V))
+    if is_dask_array(V):  # V chunked on a Dask scheduler: nmfsc.dask_backend (issue 17)
+        return solve_on_dask("nmf_sc", V, n_components, settings, s_w, s_h)
 
     def make_steps(Vn, M):
         return steps_class(Vn, M, s_w, s_h)

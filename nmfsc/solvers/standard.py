@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from nmfsc._kernels import updates as _k
+from nmfsc.dask_backend import is_dask_array, solve_on_dask
 from nmfsc.solvers._data import inner
 from nmfsc.solvers._docs import DIVERGENCE_UNITS, EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import Steps, solve
@@ -161,6 +162,8 @@ def nmf_euclidean(V: ArrayLike, n_components: int, **loop: Unpack[LoopOptions]) 
     constraints", JMLR 5:1457-1469, 2004 (nmfpack's nmfmse).
     """
     settings = LoopSettings.from_keywords("nmf_euclidean", loop)
+    if is_dask_array(V):  # V chunked on a Dask scheduler: nmfsc.dask_backend (issue 17)
+        return solve_on_dask("nmf_euclidean", V, n_components, settings)
     return solve(EuclideanSteps, V, n_components, solver_params={}, settings=settings)
 
 

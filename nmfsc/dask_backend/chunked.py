@@ -1,0 +1,331 @@
+r"""Chunk lists, tree reductions, and the data object of a Dask run.
+
+A factor with one column per sample (H, W^T V, a trial of the H step) is a
+:class:`ChunkedRows`: M x T split along T exactly as V's columns are, each
+chunk a ``dask.delayed`` object, persisted (held where the active scheduler
+keeps results: in memory for the local schedulers, on the workers of a
+``dask.distributed`` cluster). Everything that spans the chunks is a *tree
+reduction*: each chunk task returns a small array (M x M, N x M or M x 8),
+and these are combined ``FAN_IN`` at a time, in chunk order, until one is
+left, which the client receives.
+
+:class:`DaskData` plays the part of :mod:`nmfsc.solvers._data`'s data objects
+for a Dask array V: one reduction gives min(V), s = max(V), the count of
+non-finite values and :math:`\lVert V\rVert_F^2` (V is checked as the
+in-memory solvers check it), and every product is taken of the chunk as
+stored and divided by s (no copy of a chunk): :math:`W^T V_c / s` chunk by
+chunk, :math:`\sum_c V_c H_c^T / s` and :math:`\sum_c H_c H_c^T` as
+reductions. Chunks may be dense
+ndarrays or scipy.sparse matrices.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+import dask
+import numpy as np
+from dask import delayed
+
+from nmfsc._kernels import updates as _k
+from nmfsc.solvers._data import inner, is_sparse
+
+__all__ = [
+    "FAN_IN",
+    "ChunkedRows",
+    "DaskData",
+    "as_delayed",
+    "compute",
+    "persist",
+    "reduce_tree",
+    "task",
+]
+
+#: Partial results combined per task of a tree reduction.
+FAN_IN = 8
+#: Values of a chunk converted to float64 at a time by :func:`chunk_check`.
+BLOCK_VALUES = 1 << 20
+
+
+def compute(*values):
+    """``dask.compute`` without graph optimisation (the graphs are small and made
+    to be run as they are: fusing or culling them only costs time each round)."""
+    return dask.compute(*values, optimize_graph=False)
+
+
+def persist(*values):
+    """``dask.persist`` without graph optimisation (see :func:`compute`)."""
+    return dask.persist(*values, optimize_graph=False)
+
+
+def task(func, *args):
+    """A ``dask.delayed`` call of ``func`` (a fresh key: the results are never shared)."""
+    return delayed(func, pure=False)(*args)
+
+
+def as_delayed(value, prefix):
+    """``value`` as one Dask key, so that the tasks using it share one copy (W, H H^T)."""
+    return delayed(value, name=f"nmfsc-{prefix}-{uuid.uuid4().hex}", traverse=False)
+
+
+def add_all(*parts):
+    """The sum of arrays, or of tuples of arrays entry by entry, in the given order."""
+    first = parts[0]
+    if isinstance(first, tuple):
+        return tuple(add_all(*items) for items in zip(*parts, strict=True))
+    total = first.copy()
+    for part in parts[1:]:
+        total += part
+    return total
+
+
+def reduce_tree(parts, combine=add_all):
+    """Combine the delayed ``parts`` ``FAN_IN`` at a time, in order, into one delayed."""
+    parts = list(parts)
+    while len(parts) > 1:
+        parts = [task(combine, *parts[i : i + FAN_IN]) for i in range(0, len(parts), FAN_IN)]
+    return parts[0]
+
+
+class ChunkedRows:
+    """An M x T array split along its columns into persisted delayed chunks."""
+
+    def __init__(self, parts, widths, dtype, rows):
+        self.parts = list(parts)
+        self.widths = tuple(int(w) for w in widths)
+        self.dtype = np.dtype(dtype)
+        self.shape = (int(rows), sum(self.widths))
+
+    @classmethod
+    def persisted(cls, parts, like, dtype=None, rows=None):
+        """New chunks (delayed, computed now) laid out as the ChunkedRows ``like``."""
+        parts = persist(*parts)
+        rows = like.shape[0] if rows is None else rows
+        return cls(parts, like.widths, like.dtype if dtype is None else dtype, rows)
+
+    @property
+    def offsets(self):
+        return np.concatenate([[0], np.cumsum(self.widths)[:-1]]).astype(np.int64)
+
+    def map(self, func, *args):
+        """``func(chunk, *args)`` on every chunk, persisted (args are shared)."""
+        return ChunkedRows.persisted([task(func, part, *args) for part in self.parts], self)
+
+    def to_dask_array(self):
+        """The chunks as one ``dask.array.Array`` (nothing is computed)."""
+        import dask.array as da
+
+        M = self.shape[0]
+        blocks = [
+            da.from_delayed(part, shape=(M, w), dtype=self.dtype)
+            for part, w in zip(self.parts, self.widths, strict=True)
+        ]
+        return da.concatenate(blocks, axis=1)
+
+    def compute(self):
+        """The whole array on the client (for tests and small problems only)."""
+        return np.concatenate(compute(*self.parts), axis=1)
+
+
+# --- the per-chunk functions (run on the workers) ------------------------------------
+def normalised(v, scale):
+    """The chunk V_c / s: dense ndarray or CSR (s = 1: as given)."""
+    if is_sparse(v):
+        v = v.tocsr()
+        return v if scale == 1.0 else v / scale
+    v = np.asarray(v)
+    return v if scale == 1.0 else v / scale
+
+
+def chunk_check(v):
+    """[min, max, sum of squares, non-finite count] of a chunk (zeros count for sparse).
+
+    The squares are summed in float64 by slices of 2^20 values, so that a float32
+    chunk is never copied whole.
+    """
+    values = v.tocsr().data if is_sparse(v) else np.asarray(v).reshape(-1)
+    bad = float(np.count_nonzero(~np.isfinite(values)))
+    if values.size == 0:
+        return np.array([0.0, 0.0, 0.0, bad])
+    lo, hi = float(np.nanmin(values)), float(np.nanmax(values))
+    if is_sparse(v) and values.size < v.shape[0] * v.shape[1]:
+        lo, hi = min(lo, 0.0), max(hi, 0.0)
+    squares = 0.0
+    for start in range(0, values.size, BLOCK_VALUES):
+        part = values[start : start + BLOCK_VALUES].astype(np.float64)
+        part = part[np.isfinite(part)] if bad else part
+        squares += float(np.dot(part, part))
+    return np.array([lo, hi, squares, bad])
+
+
+def merge_checks(*parts):
+    lo = min(p[0] for p in parts)
+    hi = max(p[1] for p in parts)
+    return np.array([lo, hi, sum(p[2] for p in parts), sum(p[3] for p in parts)])
+
+
+def chunk_digest(v):
+    """SHA-256 of a chunk's float64 bytes (of its canonical CSR form if sparse)."""
+    digest = hashlib.sha256()
+    if is_sparse(v):
+        csr = v.tocsr()
+        csr.sum_duplicates()
+        for part, dtype in (
+            (csr.data, np.float64),
+            (csr.indices, np.int64),
+            (csr.indptr, np.int64),
+        ):
+            digest.update(np.ascontiguousarray(part, dtype=dtype).data)
+    else:
+        digest.update(np.ascontiguousarray(v, dtype=np.float64).data)
+    return digest.hexdigest()
+
+
+def wtv_chunk(v, W, scale):
+    """W^T V_c / s: the product of the chunk as stored, divided by s (M x T_c), so that
+    the chunk is not copied (as :class:`nmfsc.solvers._data.ScaledData` does)."""
+    if is_sparse(v):
+        out = np.ascontiguousarray((v.tocsr().T @ W).T)
+    else:
+        out = W.T @ np.asarray(v)
+    out /= scale
+    return out
+
+
+def vht_and_gram_chunk(v, h, scale):
+    """(V_c H_c^T / s, H_c H_c^T), V_c as stored."""
+    vht = np.asarray((v.tocsr() if is_sparse(v) else np.asarray(v)) @ h.T)
+    vht /= scale
+    return vht, h @ h.T
+
+
+def inner_and_gram_chunk(a, x):
+    return np.array([inner(a, x)]), x @ x.T
+
+
+def half_squared_error_chunk(v, W, h, scale):
+    v = normalised(v, scale)
+    R = W @ h
+    R -= v.toarray() if is_sparse(v) else v
+    return np.array([0.5 * inner(R, R)])
+
+
+def multiplicative_h_chunk(v, h, W, WtW, scale, eps):
+    """Lee & Seung's H update of a chunk, and the squared norms of its new rows."""
+    out, row_ss = np.empty_like(h), np.empty(h.shape[0])
+    _k.multiplicative_update_into(h, wtv_chunk(v, W, scale), WtW @ h, eps, out, row_ss)
+    return out, row_ss
+
+
+# --- the data --------------------------------------------------------------------------
+class DaskData:
+    """V, a ``dask.array.Array`` chunked along its columns, checked and normalised
+    by s = max(V) (module docstring). The products mirror
+    :class:`nmfsc.solvers._data.DenseData`'s, with H a :class:`ChunkedRows`."""
+
+    def __init__(self, V):
+        self.V = V = checked_dask_data(V)
+        self.parts = list(V.to_delayed().ravel())
+        self.widths = V.chunks[1]
+        self.shape, self.dtype = V.shape, V.dtype
+        self.sparse = False
+        lo, hi, ss, bad = compute(
+            reduce_tree([task(chunk_check, p) for p in self.parts], merge_checks)
+        )[0]
+        if bad:
+            raise ValueError(f"V has {int(bad)} NaN or infinite values; V must be finite")
+        if lo < 0:
+            raise ValueError(f"V has negative values (min {lo!r}); V must be non-negative")
+        if hi == 0:
+            raise ValueError(f"V is all zeros (shape {V.shape}); there is nothing to factorize")
+        self.scale = float(hi)
+        self.vv = float(ss) / self.scale / self.scale
+        self._vht = None  # (H, V H^T) of the last reduction that computed both
+
+    def fingerprint(self):
+        """``"NxT:sha256"`` over the chunk widths and every chunk's SHA-256 (one pass)."""
+        digests = compute(*[task(chunk_digest, p) for p in self.parts])
+        combined = hashlib.sha256(repr(self.widths).encode())
+        for d in digests:
+            combined.update(d.encode())
+        return f"{self.shape[0]}x{self.shape[1]}:dask:{combined.hexdigest()}"
+
+    def split(self, H):
+        """An in-memory M x T array as persisted chunks laid out as V's columns."""
+        bounds = np.concatenate([[0], np.cumsum(self.widths)])
+        parts = [
+            as_delayed(np.ascontiguousarray(H[:, a:b]), "H")
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+        ]
+        return ChunkedRows(persist(*parts), self.widths, H.dtype, H.shape[0])
+
+    def wtv(self, W):
+        """W^T V / s, chunk by chunk (persisted)."""
+        Wd = as_delayed(W, "W")
+        parts = [task(wtv_chunk, p, Wd, self.scale) for p in self.parts]
+        dtype = np.result_type(W.dtype, self.dtype)
+        return ChunkedRows(persist(*parts), self.widths, dtype, W.shape[1])
+
+    def vht_and_gram(self, H):
+        """(V H^T / s, H H^T): one reduction. V H^T is kept for :meth:`vht` of this H."""
+        parts = [
+            task(vht_and_gram_chunk, v, h, self.scale)
+            for v, h in zip(self.parts, H.parts, strict=True)
+        ]
+        VHt, HHt = compute(reduce_tree(parts))[0]
+        self._vht = (H, VHt)
+        return VHt, HHt
+
+    def vht(self, H):
+        if self._vht is not None and self._vht[0] is H:
+            return self._vht[1]
+        parts = [
+            task(vht_and_gram_chunk, v, h, self.scale)
+            for v, h in zip(self.parts, H.parts, strict=True)
+        ]
+        VHt = compute(reduce_tree(parts))[0][0]
+        self._vht = (H, VHt)
+        return VHt
+
+    def vht_blocks(self, H):
+        """V H^T as one block (W is on the client): ``(slice(None), V H^T)``."""
+        yield slice(None), self.vht(H)
+
+    def half_squared_error(self, W, H):
+        """``0.5 ||V / s - W H||_F^2`` exactly, chunk by chunk (one reduction)."""
+        Wd = as_delayed(W, "W")
+        parts = [
+            task(half_squared_error_chunk, v, Wd, h, self.scale)
+            for v, h in zip(self.parts, H.parts, strict=True)
+        ]
+        return float(compute(reduce_tree(parts))[0][0])
+
+    def relative_error(self, W, H, W_normalised):
+        """``||V - W H||_F / ||V||_F`` (``W_normalised`` in V / s's units)."""
+        return float(np.sqrt(max(0.0, 2.0 * self.half_squared_error(W_normalised, H) / self.vv)))
+
+
+def inner_and_gram(A, X):
+    """(<A, X>, X X^T) of two ChunkedRows of the same layout: one reduction."""
+    parts = [task(inner_and_gram_chunk, a, x) for a, x in zip(A.parts, X.parts, strict=True)]
+    cross, gram = compute(reduce_tree(parts))[0]
+    return float(cross[0]), gram
+
+
+def checked_dask_data(V):
+    """V as a 2-D float32 / float64 Dask array with one chunk along its rows."""
+    if V.ndim != 2:
+        raise ValueError(f"V must be 2-D (features x samples), got a Dask array with ndim={V.ndim}")
+    if len(V.chunks[0]) != 1:
+        raise ValueError(
+            f"V must be chunked along its columns (samples) only, got {len(V.chunks[0])} "
+            f"chunks along its {V.shape[0]} rows; pass V.rechunk({{0: -1}})"
+        )
+    if V.shape[0] == 0 or V.shape[1] == 0:
+        raise ValueError(f"V is empty (shape {V.shape}); there is nothing to factorize")
+    if V.dtype.kind not in "biuf":
+        raise TypeError(f"V must hold real numbers, got a Dask array of dtype {V.dtype}")
+    if V.dtype not in (np.float32, np.float64):
+        V = V.astype(np.float64)
+    return V

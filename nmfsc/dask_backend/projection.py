@@ -1,0 +1,245 @@
+r"""Hoyer's projection of the rows of a chunked M x T array, each pass one reduction.
+
+Every row x of the trial H is projected onto s >= 0, sum(s) = l1, ||s||_2 = l2
+(the problem of :mod:`nmfsc._kernels.projection`). With rho = l1 / l2, the
+answer is l2 u, u the projection for (rho, 1). The kernel's passes keep a
+support S = {y >= lo} (y = x) of k entries and, with
+
+.. math:: m = \rho / k, \quad t = \sqrt{(1 - \rho^2 / k) / \textstyle\sum_S (y - \bar y)^2},
+          \quad u_i = m + t (y_i - \bar y) \text{ on } S,
+
+stop when u >= 0 at the least entry of S (u is monotone in y), and otherwise
+drop the entries with u_i <= 0. A pass therefore needs, per row, only the
+support's count k, sum, centred sum of squares, min and max: each chunk
+computes them for its part of the row (its own mean and centred squares) and
+the parts are merged in chunk order by Chan, Golub & LeVeque's pairwise
+update,
+
+.. math:: M_2 = M_{2,a} + M_{2,b} + (\bar y_b - \bar y_a)^2 \, k_a k_b / (k_a + k_b),
+
+which keeps the centred sum as accurate as the kernel's. The client receives
+M x 8 numbers per pass, decides every row's next support (or that it is
+done), and sends 4 M numbers back; a row is never gathered. The special cases
+are the kernel's: a non-finite row (the projection fails: None), a row that
+already meets its targets to 1e-13 (kept), rho = 1 (l2 at the row's largest
+entry, the earliest on ties: a global argmax, merged with the statistics), a
+flat support (1 - rho^2 / k <= 1e-15 or k = 1: u = m on S). A support whose
+entries are all equal with a sparser target (the kernel breaks such ties by
+index) is refused with a RuntimeError: it needs a row that is constant on its
+support, which random data does not give.
+
+The result equals the kernel's to rounding (the supports are the same unless
+an entry's u is 0 to rounding, where either choice changes u by about 1e-16).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nmfsc.dask_backend.chunked import ChunkedRows, compute, persist, reduce_tree, task
+
+__all__ = ["FEASIBLE_RTOL", "R2_FLAT", "chunk_stats", "merge_stats", "project_chunked_rows"]
+
+#: As the kernel: a row meeting its targets to this relative tolerance is kept.
+FEASIBLE_RTOL = 1e-13
+#: As the kernel: 1 - rho^2 / k at or below this is the flat support.
+R2_FLAT = 1e-15
+
+# Columns of the per-row statistics.
+_K, _SUM, _M2, _LO, _HI, _BAD, _ARG, _MAX, _OUT = range(9)
+_WIDTH = 9
+#: Rounds of the warm start (from the positive entries) before the passes from all entries.
+WARM_ROUNDS = 4
+
+
+def _selected(y, sel, out):
+    """Count, sum, centred sum of squares, min and max of each row's selected y, into out."""
+    M = y.shape[0]
+    count = np.count_nonzero(sel, axis=1).astype(np.float64)
+    total = np.where(sel, y, 0.0).sum(axis=1)
+    own_mean = np.divide(total, count, out=np.zeros(M), where=count > 0)
+    dev = np.where(sel, y - own_mean[:, None], 0.0)
+    out[:, _K] = count
+    out[:, _SUM] = total
+    out[:, _M2] = np.einsum("ij,ij->i", dev, dev)
+    out[:, _LO] = np.where(sel, y, np.inf).min(axis=1, initial=np.inf)
+    out[:, _HI] = np.where(sel, y, -np.inf).max(axis=1, initial=-np.inf)
+    out[:, _OUT] = np.where(sel, -np.inf, y).max(axis=1, initial=-np.inf)
+    return out
+
+
+def chunk_stats(x, offset, params):
+    """Per-row statistics of the selected entries of one chunk.
+
+    ``params`` None: M x 16, the statistics of every entry (with the
+    non-finite flag and the argmax) and of the positive entries (the warm
+    start's support). Else (lo, m, t, mean) select y >= lo with
+    m + t (y - mean) > 0: M x 8.
+    """
+    y = np.asarray(x, dtype=np.float64)
+    M = y.shape[0]
+    if params is not None:
+        lo, m, t, mean = (p[:, None] for p in params)
+        return _selected(y, (y >= lo) & (m + t * (y - mean) > 0.0), np.zeros((M, _WIDTH)))
+    out = np.zeros((M, 2 * _WIDTH))
+    out[:, _BAD] = ~np.all(np.isfinite(y), axis=1)
+    if y.shape[1]:
+        out[:, _ARG] = offset + np.argmax(y, axis=1)
+        out[:, _MAX] = np.max(y, axis=1)
+    _selected(y, np.ones(y.shape, dtype=bool), out)
+    _selected(y, y > 0.0, out[:, _WIDTH:])
+    return out
+
+
+def merge_stats(*parts):
+    """Merge per-chunk statistics in chunk order (Chan et al.; argmax: earliest),
+    each block of 8 columns on its own."""
+    acc = parts[0].copy()
+    for b in parts[1:]:
+        for c in range(0, acc.shape[1], _WIDTH):
+            _merge_block(acc[:, c : c + _WIDTH], b[:, c : c + _WIDTH])
+    return acc
+
+
+def _merge_block(acc, b):
+    na, nb = acc[:, _K], b[:, _K]
+    n = na + nb
+    both = (na > 0) & (nb > 0)
+    safe_a, safe_b, safe_n = np.where(both, na, 1), np.where(both, nb, 1), np.where(both, n, 1)
+    d = b[:, _SUM] / safe_b - acc[:, _SUM] / safe_a
+    extra = np.where(both, d * d * safe_a * safe_b / safe_n, 0.0)
+    acc[:, _M2] = acc[:, _M2] + b[:, _M2] + extra
+    acc[:, _K] = n
+    acc[:, _SUM] += b[:, _SUM]
+    acc[:, _LO] = np.minimum(acc[:, _LO], b[:, _LO])
+    acc[:, _HI] = np.maximum(acc[:, _HI], b[:, _HI])
+    acc[:, _OUT] = np.maximum(acc[:, _OUT], b[:, _OUT])
+    acc[:, _BAD] = np.maximum(acc[:, _BAD], b[:, _BAD])
+    later = b[:, _MAX] > acc[:, _MAX]
+    acc[:, _ARG] = np.where(later, b[:, _ARG], acc[:, _ARG])
+    acc[:, _MAX] = np.maximum(acc[:, _MAX], b[:, _MAX])
+
+
+def _formed(func, form, args, *rest):
+    """``func(form(*args), *rest)``: the chunk is made in the task that uses it
+    (one task per chunk and pass); ``form`` None: ``args`` is the chunk."""
+    return func(args if form is None else form(*args), *rest)
+
+
+def _write_chunk(x, offset, final, dtype):
+    """The projected chunk: l2 max(m + t (y - mean), 0) on y >= lo, copies, single entries."""
+    lo, m, t, mean, l2, kind, arg = final
+    y = np.asarray(x, dtype=np.float64)
+    shape = np.maximum(m[:, None] + t[:, None] * (y - mean[:, None]), 0.0)
+    out = np.where(y >= lo[:, None], l2[:, None] * shape, 0.0)
+    keep = kind == 1
+    out[keep] = y[keep]
+    for r in np.flatnonzero(kind == 2):
+        out[r] = 0.0
+        j = int(arg[r]) - offset
+        if 0 <= j < y.shape[1]:
+            out[r, j] = l2[r]
+    return out.astype(dtype, copy=False)
+
+
+def _reduce(X, offsets, params, form):
+    parts = [
+        task(_formed, chunk_stats, form, args, off, params)
+        for args, off in zip(X, offsets, strict=True)
+    ]
+    return compute(reduce_tree(parts, merge_stats))[0]
+
+
+def _step(rho, k, total, css):
+    """(m, t, mean) of the shape on each support, and which supports are flat (t = 0)."""
+    m = rho / k
+    r2 = 1.0 - rho * rho / k
+    flat = (r2 <= R2_FLAT) | (k == 1)
+    t = np.where(flat, 0.0, np.sqrt(np.maximum(r2, 0.0) / np.where(css > 0, css, 1.0)))
+    mean = np.where(flat, 0.0, total / k)
+    return m, t, mean, flat
+
+
+def _supports(stats, rho, rows, reduce):
+    """Each row's final support and shape (lo, m, t, mean), one reduction per pass.
+
+    A support S with shape u = m + t (y - mean) is the projection's when u > 0
+    at S's least entry and u <= 0 at the largest entry outside S: u is then
+    t max(y - tau, 0) with the targets' norms, and that tau is unique. A row
+    starts *warm*, from its positive entries; while its support is not the
+    projection's, the next is {y : u(y) > 0} over all entries (when that
+    shrinks the support these are the paper's passes from a superset, which
+    end; a support that grows ``WARM_ROUNDS`` times, or a flat or tied one,
+    sends the row to the paper's passes from all entries, ``y >= lo``).
+    """
+    M = rho.size
+    full = stats[:, :_WIDTH]
+    warm = rows & (stats[:, _WIDTH + _K] >= 2)
+    cur = np.where(warm[:, None], stats[:, _WIDTH:], full).copy()
+    lo, m, t, mean = np.zeros(M), np.zeros(M), np.zeros(M), np.zeros(M)
+    active, growths = rows.copy(), np.zeros(M, dtype=int)
+    while True:
+        k, total, css, lo_s, hi, out = (cur[:, c].copy() for c in (_K, _SUM, _M2, _LO, _HI, _OUT))
+        m_new, t_new, mean_new, flat = _step(rho, k, total, css)
+        tied = active & ~flat & (lo_s == hi)
+        restart = warm & active & (flat | tied | (growths >= WARM_ROUNDS))
+        if np.any(restart):  # the paper's passes from all entries for these rows
+            warm &= ~restart
+            cur[restart] = full[restart]
+            continue
+        if np.any(tied):
+            raise RuntimeError(
+                "the distributed projection met a row of H that is constant on its support "
+                "with a sparser target (a tie the in-memory kernel breaks by index); "
+                "run this problem in memory (pass V as a NumPy array)"
+            )
+        m, t, mean = (np.where(active, a, b) for a, b in ((m_new, m), (t_new, t), (mean_new, mean)))
+        lo = np.where(active, np.where(warm, -np.inf, lo_s), lo)
+        keeps = m + t * (lo_s - mean) >= 0.0
+        settled = flat | (keeps & (~warm | (m + t * (out - mean) <= 0.0)))
+        active &= ~settled
+        if not np.any(active):
+            return lo, m, t, mean
+        new = reduce((lo, m, t, mean))
+        growths += active & warm & (new[:, _K] > k)
+        cur = np.where(active[:, None], new, cur)
+
+
+def project_chunked_rows(inputs, like, l1, l2, form=None, first=None, extra=None):
+    """Project every row of a chunked M x T array onto (L1, L2) = (l1, l2) (per row).
+
+    ``inputs`` holds, per chunk, the delayed chunk (``form`` None) or the
+    arguments of ``form``, which makes the chunk on the worker (the trial
+    ``H - mu dH``, formed in every pass rather than stored). ``like`` is a
+    :class:`ChunkedRows` with the layout and dtype. Returns the projected
+    rows as a persisted :class:`ChunkedRows`, or None if a row is not finite.
+    ``l1`` must lie in [l2, sqrt(T) l2] and l2 > 0 (the caller's checks).
+    ``first``: the first pass's merged statistics, when the caller computed
+    them with other work (:func:`chunk_stats` with ``params`` None, merged by
+    :func:`merge_stats`). ``extra(parts)``, if given, makes a delayed
+    reduction of the projected chunks that is computed with them (one round
+    trip); the return value is then ``(projected, its value)``.
+    """
+    offsets = like.offsets
+    T = like.shape[1]
+    stats = _reduce(inputs, offsets, None, form) if first is None else first
+    if np.any(stats[:, _BAD]):
+        return None if extra is None else (None, None)
+    arg = stats[:, _ARG].copy()
+    k, total, css, lo = (stats[:, c] for c in (_K, _SUM, _M2, _LO))
+    mean = total / k
+    norm = np.sqrt(np.maximum(k * mean * mean + css, 0.0))
+    feasible = (lo >= 0) & (np.abs(total - l1) <= FEASIBLE_RTOL * l1)
+    feasible &= np.abs(norm - l2) <= FEASIBLE_RTOL * l2
+    rho = np.minimum(np.maximum(l1 / l2, 1.0), np.sqrt(T))
+    kind = np.where(feasible, 1, np.where(rho == 1.0, 2, 0))
+    lo, m, t, mean = _supports(stats, rho, kind == 0, lambda p: _reduce(inputs, offsets, p, form))
+    final = (lo, m, t, mean, np.asarray(l2, dtype=np.float64), kind, arg)
+    parts = [
+        task(_formed, _write_chunk, form, args, off, final, like.dtype)
+        for args, off in zip(inputs, offsets, strict=True)
+    ]
+    if extra is None:
+        return ChunkedRows.persisted(parts, like)
+    *parts, value = persist(*parts, extra(parts))
+    return ChunkedRows(parts, like.widths, like.dtype, like.shape[0]), compute(value)[0]

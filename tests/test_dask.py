@@ -1,0 +1,171 @@
+"""nmf_sc and nmf_euclidean on Dask arrays (issue 17): the same iterates as in memory.
+
+The comparisons run on a ``dask.distributed.LocalCluster`` with two
+single-threaded workers (in this process, so that they start in a fraction of
+a second); the memory-limit test starts worker processes of its own.
+"""
+
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("dask")
+distributed = pytest.importorskip("distributed")
+import dask.array as da  # noqa: E402
+import scipy.sparse  # noqa: E402
+
+from nmfsc import nmf_euclidean, nmf_sc  # noqa: E402
+from nmfsc.solvers import ConvergenceWarning  # noqa: E402
+
+ITERATIONS = 50
+
+
+@pytest.fixture(scope="module")
+def client():
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        yield client
+
+
+def _data(N=30, T=120, M=3, seed=0):
+    """Data with a sparse non-negative structure (its step sizes stay large)."""
+    rng = np.random.default_rng(seed)
+    W = rng.random((N, M))
+    H = rng.random((M, T)) * (rng.random((M, T)) < 0.4)
+    return W @ H + 0.05 * rng.random((N, T))
+
+
+def _run(solver, V, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return solver(V, 3, random_state=7, max_iter=ITERATIONS, tol=0, **kw)
+
+
+def _assert_same_run(a, b):
+    assert len(a.objective) == len(b.objective) == ITERATIONS + 1
+    rel = np.abs(a.objective - b.objective) / np.abs(a.objective)
+    assert np.max(rel) <= 1e-9
+    np.testing.assert_allclose(b.W, a.W, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(b.H.compute(), a.H, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(b.sparseness_H, a.sparseness_H, rtol=1e-9)
+    assert b.relative_error == pytest.approx(a.relative_error, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "targets",
+    [{"sparseness_w": 0.5}, {"sparseness_h": 0.5}, {"sparseness_w": 0.4, "sparseness_h": 0.6}],
+    ids=["sW", "sH", "both"],
+)
+def test_nmf_sc_matches_in_memory(client, targets):
+    V = _data()
+    memory = _run(nmf_sc, V, **targets)
+    chunked = _run(nmf_sc, da.from_array(V, chunks=(V.shape[0], 45)), **targets)
+    _assert_same_run(memory, chunked)
+    assert chunked.step_sizes == pytest.approx(memory.step_sizes, rel=1e-6)
+
+
+def test_nmf_euclidean_matches_in_memory(client):
+    V = _data()
+    _assert_same_run(_run(nmf_euclidean, V), _run(nmf_euclidean, da.from_array(V, chunks=(30, 50))))
+
+
+def test_sparse_chunks_match_dense_in_memory(client):
+    V = _data()
+    V[V < 0.5] = 0.0  # about half the entries
+    chunked = da.from_array(V, chunks=(30, 40)).map_blocks(scipy.sparse.csr_matrix)
+    _assert_same_run(_run(nmf_sc, V, sparseness_h=0.5), _run(nmf_sc, chunked, sparseness_h=0.5))
+
+
+def test_resume_is_bit_identical(client, tmp_path):
+    V = da.from_array(_data(), chunks=(30, 45))
+    path = tmp_path / "run.npz"
+    kw = {"sparseness_h": 0.5, "random_state": 3, "tol": 0, "checkpoint": path}
+    with pytest.warns(ConvergenceWarning):
+        whole = nmf_sc(V, 3, max_iter=12, **{**kw, "checkpoint": tmp_path / "whole.npz"})
+    with pytest.warns(ConvergenceWarning):
+        nmf_sc(V, 3, max_iter=5, checkpoint_every=2, **kw)
+    assert len(list(tmp_path.glob("run.npz.H-*"))) == 1  # older H folders are pruned
+    with pytest.warns(ConvergenceWarning):
+        resumed = nmf_sc(V, 3, max_iter=12, resume=True, **kw)
+    assert resumed.n_iter == whole.n_iter == 12
+    np.testing.assert_array_equal(resumed.objective, whole.objective)
+    np.testing.assert_array_equal(resumed.W, whole.W)
+    np.testing.assert_array_equal(resumed.H.compute(), whole.H.compute())
+    assert resumed.step_sizes == whole.step_sizes
+
+
+def test_resume_refuses_a_damaged_chunk(client, tmp_path):
+    V = da.from_array(_data(), chunks=(30, 45))
+    path = tmp_path / "run.npz"
+    with pytest.warns(ConvergenceWarning):
+        nmf_sc(V, 3, max_iter=2, random_state=3, checkpoint=path)
+    chunk = next(tmp_path.glob("run.npz.H-*")) / "1.npy"
+    raw = bytearray(chunk.read_bytes())
+    raw[-1] ^= 1
+    chunk.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="integrity"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        nmf_sc(V, 3, max_iter=4, random_state=3, checkpoint=path, resume=True)
+
+
+def test_bad_dask_input_is_refused(client):
+    V = _data()
+    with pytest.raises(ValueError, match="chunked along its columns"):
+        nmf_sc(da.from_array(V, chunks=(10, 40)), 3)
+    with pytest.raises(ValueError, match="negative"):
+        nmf_sc(da.from_array(V - 1.0, chunks=(30, 40)), 3)
+    with pytest.raises(ValueError, match="init='nndsvd'"):
+        nmf_sc(da.from_array(V, chunks=(30, 40)), 3, init="nndsvd")
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+def test_runs_under_a_worker_memory_limit(tmp_path):
+    """Worker processes with 300 MB each factorize a V stored as an .npy stack."""
+    V = _data(N=50, T=400)
+    da.to_npy_stack(tmp_path / "V", da.from_array(V, chunks=(50, 100)))
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit="300MB",
+            dashboard_address=":0",
+        ) as cluster,
+        distributed.Client(cluster),
+    ):
+        stored = da.from_npy_stack(tmp_path / "V")
+        with pytest.warns(ConvergenceWarning):
+            res = nmf_sc(stored, 3, sparseness_h=0.5, random_state=0, max_iter=5)
+    memory = _run_few(V)
+    np.testing.assert_allclose(res.objective, memory.objective, rtol=1e-9)
+
+
+def _run_few(V):
+    with pytest.warns(ConvergenceWarning):
+        return nmf_sc(V, 3, sparseness_h=0.5, random_state=0, max_iter=5)
+
+
+def test_import_nmfsc_does_not_import_dask():
+    code = (
+        "import sys, numpy as np, nmfsc\n"
+        "nmfsc.nmf_sc(np.random.default_rng(0).random((6, 8)), 2, max_iter=3, tol=0)\n"
+        "print(sorted(m for m in sys.modules if m == 'dask' or m.startswith('dask.')))\n"
+    )
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
+    assert out.stdout.strip() == "[]"
