@@ -89,7 +89,8 @@ def row(name, hoyer, fast):
     verdict = "PASS" if reached and ratio >= 5 and not worse else "FAIL"
     return (
         f"| {name} | {hoyer.n_iter} ({hoyer.stop_reason}) | {hoyer.times[-1]:.1f} s "
-        f"| {'never' if reached is None else f'{reached:.2f} s'} | {ratio:.1f}x "
+        f"| {'not reached' if reached is None else f'{reached:.2f} s'} "
+        f"| {f'{ratio:.1f}x' if reached else f'< {1 / FAST_SHARE:.0f}x'} "
         f"| {target:.6g} | {fast.objective[-1]:.6g} ({fast.n_iter} it, {fast.stop_reason}) "
         f"| {verdict} |"
     ), verdict == "PASS"
