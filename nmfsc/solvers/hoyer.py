@@ -331,11 +331,9 @@ def nmf_sc(
 
     Notes
     -----
-    ``step_sizes`` of the result are the final ``(mu_W, mu_H)`` (1.0 for an
-    unconstrained factor). Besides ``"tol"``, the run converges with stop
-    reason ``"step_size"`` when a step size falls below 1e-200 (no descent
-    step exists). In exact arithmetic every iteration decreases E; computed,
-    the recorded E never rises by more than rounding (about 1e-16 ||V||^2).
+    ``step_sizes`` are the final ``(mu_W, mu_H)`` (1.0 for an unconstrained
+    factor). The run also converges (stop reason ``"step_size"``) when a step
+    size falls below 1e-200; E never rises by more than rounding (~1e-16 ||V||^2).
 
     References
     ----------
