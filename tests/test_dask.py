@@ -128,7 +128,11 @@ def test_bad_dask_input_is_refused(client):
 
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
 def test_runs_under_a_worker_memory_limit(tmp_path):
-    """Worker processes with 300 MB each factorize a V stored as an .npy stack."""
+    """Worker processes with a 1 GB limit each factorize a V stored as an .npy stack.
+
+    Not less: a worker that has imported nmfsc and compiled its kernels holds
+    about 270 MB, and Dask pauses a worker at 80 % of its limit, so a 300 MB
+    limit left both workers paused and the run waiting for ever (it hung CI)."""
     V = _data(N=50, T=400)
     da.to_npy_stack(tmp_path / "V", da.from_array(V, chunks=(50, 100)))
     with (
@@ -136,7 +140,7 @@ def test_runs_under_a_worker_memory_limit(tmp_path):
             n_workers=2,
             threads_per_worker=1,
             processes=True,
-            memory_limit="300MB",
+            memory_limit="1GB",
             dashboard_address=":0",
         ) as cluster,
         distributed.Client(cluster),
