@@ -6,6 +6,7 @@ a second); the memory-limit test starts worker processes of its own.
 """
 
 import os
+import signal
 import subprocess
 import sys
 import warnings
@@ -22,6 +23,16 @@ from nmfsc import nmf_euclidean, nmf_sc  # noqa: E402
 from nmfsc.solvers import ConvergenceWarning  # noqa: E402
 
 ITERATIONS = 50
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _keep_the_sigint_handler():
+    """Put back SIGINT's handler after this module's clusters: a process-based
+    LocalCluster leaves SIGINT ignored in the test process, which every later
+    subprocess inherits (test_reproduce_interrupt's Ctrl-C tests then fail)."""
+    handler = signal.getsignal(signal.SIGINT)
+    yield
+    signal.signal(signal.SIGINT, handler)
 
 
 @pytest.fixture(scope="module")
