@@ -26,6 +26,7 @@ PANELS = {
     "fig1b": "(b) ORL, Euclidean NMF",
     "fig1c": "(c) natural, Euclidean NMF",
 }
+RUNS = tuple(PANELS)
 
 
 def claims(runs):
@@ -39,4 +40,4 @@ def claims(runs):
 
 
 def main(options):
-    return figure_main(options, "fig1", CAPTION, PANELS, claims)
+    return figure_main(options, "fig1", CAPTION, PANELS, claims, runs=RUNS)

@@ -22,6 +22,7 @@ from reproduce._panels import scores
 
 CAPTION = __doc__.split('"')[1]
 PANELS = {"fig3a": "(a) sW = 0.8", "fig3b": "(b) sH = 0.8", "fig3c": "(c) sW = 0.2"}
+RUNS = (*PANELS, "fig1a")
 
 
 def claims(runs):
@@ -40,4 +41,4 @@ def claims(runs):
 
 
 def main(options):
-    return figure_main(options, "fig3", CAPTION, PANELS, claims, runs=(*PANELS, "fig1a"))
+    return figure_main(options, "fig3", CAPTION, PANELS, claims, runs=RUNS)

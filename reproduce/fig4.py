@@ -16,6 +16,7 @@ from reproduce._panels import scores
 
 CAPTION = __doc__.split('"')[1]
 PANELS = {"fig4a": "(a) sW = 0.5", "fig4b": "(b) sW = 0.6", "fig4c": "(c) sW = 0.75"}
+RUNS = (*PANELS, "fig1b")
 
 
 def claims(runs):
@@ -31,4 +32,4 @@ def claims(runs):
 
 
 def main(options):
-    return figure_main(options, "fig4", CAPTION, PANELS, claims, runs=(*PANELS, "fig1b"))
+    return figure_main(options, "fig4", CAPTION, PANELS, claims, runs=RUNS)

@@ -24,6 +24,7 @@ ALPHAS = (1, 100, 10000)
 OWN = ["sec5_lnmf_orl", "sec5_lnmf_natural"] + [
     f"sec5_snmf_{d}_alpha{a}" for d in ("orl", "natural") for a in ALPHAS
 ]
+RUNS = (*OWN, "fig1b", "fig5")
 PANELS = {
     "sec5_lnmf_orl": "LNMF, ORL",
     "sec5_lnmf_natural": "LNMF, natural",
@@ -56,6 +57,6 @@ def main(options):
         CAPTION,
         PANELS,
         claims,
-        runs=(*OWN, "fig1b", "fig5"),
+        runs=RUNS,
         parameters={"alphas": list(ALPHAS)},
     )

@@ -90,3 +90,40 @@ def test_convergence_figure_reads_every_run_of_the_figures(quick_outputs):
     capped = {n for n, r in runs.items() if r["stop_reason"] in ("max_iter", "max_time")}
     assert set(claims["stopped_by_cap_last_change"]) == capped
     assert set(claims["stopped_by_convergence_rule"]) == set(runs) - capped
+
+
+def test_robustness_quick_reports_every_claim_for_each_seed(quick_outputs):
+    out = str(quick_outputs)
+    assert reproduce_main(["robustness", "--quick", "--seeds", "0", "1", "--out", out,
+                           "--no-progress"]) == 0  # fmt: skip
+    doc = json.loads((quick_outputs / "robustness.json").read_text())
+    assert doc["parameters"]["seeds"] == [0, 1]
+    assert set(doc["runs"]) == {"0", "1"}
+    fig4 = json.loads((quick_outputs / "fig4.json").read_text())["claims"]
+    row = doc["claims"]["fig4 / locality_rises_with_sW"]
+    # seed 0's value is the one the figure itself reports (same cached runs)
+    assert row["values"][0] == fig4["locality_rises_with_sW"]
+    assert row["holds_for_every_seed"] == all(row["values"])
+    loc = doc["claims"]["fig4 / locality_mean / fig4a"]
+    assert loc["values"][0] == fig4["locality_mean"]["fig4a"]
+    assert loc["spread"] == max(loc["values"]) - min(loc["values"])
+    assert "fig6 / bound_holds" in doc["claims"]
+    failing = {p for p, r in doc["claims"].items() if r.get("holds_for_every_seed") is False}
+    assert set(doc["summary"]["fail_for_some_seed"]) == failing
+    table = (quick_outputs / "robustness.md").read_text()
+    assert "| fig4 / locality_rises_with_sW |" in table
+    assert (quick_outputs / "robustness.png").stat().st_size > 0
+
+
+def test_caps_quick_sets_each_claim_beside_the_longer_run(quick_outputs):
+    out = str(quick_outputs)
+    assert reproduce_main(["caps", "--quick", "--out", out, "--no-progress"]) == 0
+    doc = json.loads((quick_outputs / "caps.json").read_text())
+    # in --quick mode every run stops at its (tiny) iteration budget
+    assert set(doc["parameters"]["capped_runs"]) == set(doc["runs"])
+    for path, row in doc["claims"].items():
+        if isinstance(row["at_cap"], bool):
+            assert row["agree"] == (row["at_cap"] == row["at_twice_cap"]), path
+        elif "difference" in row:
+            assert row["agree"] == (abs(row["difference"]) <= doc["parameters"]["agreement"])
+    assert doc["summary"]["all_agree"] == (not doc["summary"]["disagree"])

@@ -1,0 +1,50 @@
+"""The claim tables of ``reproduce robustness`` and ``reproduce caps`` (pure functions)."""
+
+import pytest
+
+from reproduce._claims import SEP, flatten, fmt, shown_in_tables
+from reproduce.caps import AGREEMENT, compare_claims
+from reproduce.robustness import aggregate, markdown
+
+
+def test_flatten_keeps_scalar_leaves_with_their_path():
+    tree = {"fig4": {"locality_mean": {"fig4a": 0.3, "fig4b": 0.4}, "rises": True,
+                     "series": [1, 2], "none": None}}  # fmt: skip
+    assert flatten(tree) == {
+        f"fig4{SEP}locality_mean{SEP}fig4a": 0.3,
+        f"fig4{SEP}locality_mean{SEP}fig4b": 0.4,
+        f"fig4{SEP}rises": True,
+        f"fig4{SEP}none": None,
+    }
+
+
+def test_aggregate_says_when_a_claim_fails_for_one_seed():
+    seeds = [{"a / holds": True, "a / x": 0.5}, {"a / holds": False, "a / x": 0.25},
+             {"a / holds": True, "a / x": 0.75}]  # fmt: skip
+    table = aggregate(seeds)
+    assert table["a / holds"] == {"values": [True, False, True], "holds_for_seeds": 2,
+                                  "holds_for_every_seed": False}  # fmt: skip
+    assert table["a / x"]["spread"] == pytest.approx(0.5)
+    assert (table["a / x"]["min"], table["a / x"]["max"]) == (0.25, 0.75)
+    text = markdown([0, 1, 2], table)
+    assert "| a / holds | yes | **no** | yes | **no** |" in text
+    assert "| a / x | 0.500 | 0.250 | 0.750 | 0.500 |" in text
+
+
+def test_compare_claims_agreement_rule():
+    cap = {"b": True, "x": 0.300, "y": 0.300, "z": 0.300}
+    twice = {"b": False, "x": 0.300 + AGREEMENT / 2, "y": 0.300 + 2 * AGREEMENT, "z": 0.300}
+    table = compare_claims(cap, twice)
+    assert table["b"]["agree"] is False
+    assert table["x"]["agree"] is True
+    assert table["y"]["agree"] is False
+    assert table["y"]["difference"] == pytest.approx(2 * AGREEMENT)
+    assert table["z"] == {"at_cap": 0.3, "at_twice_cap": 0.3, "difference": 0.0, "agree": True}
+
+
+def test_tables_leave_out_per_vector_details_and_met_constraints():
+    assert shown_in_tables(f"fig4{SEP}locality_mean{SEP}fig4a")
+    assert not shown_in_tables(f"fig5{SEP}orientation{SEP}fig5{SEP}min")
+    assert not shown_in_tables(f"fig4{SEP}achieved_sparseness_W{SEP}fig4a{SEP}mean")
+    assert (fmt(True), fmt(False), fmt(None), fmt(3), fmt(0.12345), fmt(2.5e-5)) == (
+        "yes", "**no**", "-", "3", "0.123", "2.5e-05")  # fmt: skip
