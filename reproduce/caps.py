@@ -110,7 +110,12 @@ def main(options):
         "parameters": {"agreement": AGREEMENT, "capped_runs": capped},
         "runs": runs,
         "claims": table,
-        "summary": {"all_agree": not disagree, "disagree": disagree},
+        "summary": {
+            "all_agree": not disagree,
+            "disagree": disagree,
+            "disagree_text": ", ".join(disagree) or "none",
+            "capped_runs_text": ", ".join(capped) or "none",
+        },
     }
     out = options.out_dir
     write_atomic(out / "caps.md", markdown(runs, table))

@@ -116,7 +116,12 @@ def main(options, seeds=DEFAULT_SEEDS):
         "summary": {
             "yes_no_claims": sum("holds_for_every_seed" in r for r in table.values()),
             "fail_for_some_seed": failing,
+            "fail_for_some_seed_text": ", ".join(
+                f"{p} ({table[p]['holds_for_seeds']} of {len(seeds)} seeds)" for p in failing
+            )
+            or "none",
         },
+        "seed": list(seeds),  # the seeds, in place of the --seed option
     }
     text = markdown(seeds, table)
     out = options.out_dir

@@ -127,3 +127,11 @@ def test_caps_quick_sets_each_claim_beside_the_longer_run(quick_outputs):
         elif "difference" in row:
             assert row["agree"] == (abs(row["difference"]) <= doc["parameters"]["agreement"])
     assert doc["summary"]["all_agree"] == (not doc["summary"]["disagree"])
+
+
+def test_fig5_reports_its_oriented_share(quick_outputs):
+    claims = json.loads((quick_outputs / "fig5.json").read_text())["claims"]
+    for run in ("fig5", "fig1c"):
+        share = claims["oriented_share"][run]
+        assert set(share) == {"0.4", "0.5"}
+        assert 0.0 <= share["0.5"] <= share["0.4"] <= 1.0
