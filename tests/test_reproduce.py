@@ -135,3 +135,13 @@ def test_fig5_reports_its_oriented_share(quick_outputs):
         share = claims["oriented_share"][run]
         assert set(share) == {"0.4", "0.5"}
         assert 0.0 <= share["0.5"] <= share["0.4"] <= 1.0
+
+
+def test_fig5_longer_prints_the_oriented_share(capsys, require_real_data):
+    from reproduce import fig5_longer
+
+    fig5_longer.main(["--max-iter", "2"])
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert last["iteration"] == 2
+    assert 0.0 <= last["share_above_0.5"] <= last["share_above_0.4"] <= 1.0
+    assert np.isfinite(last["objective"])
