@@ -83,6 +83,29 @@ def test_nmf_sc_matches_in_memory(client, targets):
     assert chunked.step_sizes == pytest.approx(memory.step_sizes, rel=1e-6)
 
 
+@pytest.mark.parametrize("scheduler", ["threads", "synchronous"])
+def test_local_scheduler_projects_in_process(client, scheduler, monkeypatch):
+    """Under a local scheduler the projection's passes and writes run on the
+    client's chunks without a graph (chunked.map_local), with the same run."""
+    import dask
+
+    from nmfsc.dask_backend import chunked, projection
+
+    calls = []
+
+    def counted(func, args):
+        calls.append(len(args))
+        return chunked.map_local(func, args)
+
+    monkeypatch.setattr(projection, "map_local", counted)
+    V = _data()
+    memory = _run(nmf_sc, V, sparseness_h=0.5)
+    with dask.config.set(scheduler=scheduler):
+        chunked_run = _run(nmf_sc, da.from_array(V, chunks=(V.shape[0], 45)), sparseness_h=0.5)
+    _assert_same_run(memory, chunked_run)
+    assert calls and set(calls) == {3}  # every write in process, one call per 3 chunks
+
+
 def test_nmf_euclidean_matches_in_memory(client):
     V = _data()
     _assert_same_run(_run(nmf_euclidean, V), _run(nmf_euclidean, da.from_array(V, chunks=(30, 50))))
