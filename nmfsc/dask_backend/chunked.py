@@ -46,6 +46,7 @@ __all__ = [
     "compute",
     "persist",
     "reduce_tree",
+    "squares_chunk",
     "task",
 ]
 
@@ -247,13 +248,22 @@ def chunk_digest(v):
     return digest.hexdigest()
 
 
+def squares_chunk(v, scale):
+    """The sum of squares of the chunk V_c / s (its stored values if sparse)."""
+    values = v.tocsr().data if is_sparse(v) else np.asarray(v, dtype=np.float64)
+    values = values / scale
+    return np.float64(inner(values, values))
+
+
 def wtv_chunk(v, W, scale):
     """W^T V_c / s: the product of the chunk as stored, divided by s (M x T_c), so that
-    the chunk is not copied (as :class:`nmfsc.solvers._data.ScaledData` does)."""
-    if is_sparse(v):
-        out = np.ascontiguousarray((v.tocsr().T @ W).T)
-    else:
-        out = W.T @ np.asarray(v)
+    the chunk is not copied (as :class:`nmfsc.solvers._data.ScaledData` does).
+
+    Dense chunks too as ``(V_c^T W)^T``: OpenBLAS's ``W^T V_c`` (M x N times
+    N x T_c with M small) ran 3x slower than the whole ``W^T V`` per column
+    on the benchmark's 2000 x 5000 chunks, ``(V_c^T W)^T`` as fast."""
+    v = v.tocsr() if is_sparse(v) else np.asarray(v)
+    out = np.ascontiguousarray((v.T @ W).T)
     out /= scale
     return out
 
