@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from nmfsc._validation import as_float_array, check_data, reject_masked
+from nmfsc.dask_backend import is_dask_array
 from nmfsc.solvers._result import NMFResult
 
 __all__ = [
@@ -109,8 +110,10 @@ def check_input(estimator: Any, X: Any, *, reset: bool) -> Any:
     ``reset=True`` (fit) records ``n_features_in_`` (and, with scikit-learn,
     ``feature_names_in_``); ``reset=False`` checks X against them.
     """
-    reject_masked(X, "X")  # scikit-learn's validate_data would drop the mask silently
     name = type(estimator).__name__
+    if is_dask_array(X):
+        return _check_dask_input(estimator, X, reset=reset)
+    reject_masked(X, "X")  # scikit-learn's validate_data would drop the mask silently
     if _is_text(X):  # numpy's own "could not convert string to float" names nothing
         raise TypeError(
             f"{name}: X must be a numeric array (n_samples, n_features), got text; "
@@ -135,6 +138,24 @@ def check_input(estimator: Any, X: Any, *, reset: bool) -> Any:
         )
     if np.any(X < 0):
         raise ValueError(f"Negative values in data passed to {name} (input X)")
+    return X
+
+
+def _check_dask_input(estimator: Any, X: Any, *, reset: bool) -> Any:
+    """A Dask array X for fit (checked by the Dask solver as it reads X);
+    transform and score need X in memory."""
+    name = type(estimator).__name__
+    if not reset:
+        raise TypeError(
+            f"{name}.transform and score need X in memory, got a Dask array of shape "
+            f"{X.shape}: pass X.compute() (in batches of rows for a large X); fit and "
+            "fit_transform take a Dask array"
+        )
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (n_samples, n_features), got ndim={X.ndim}")
+    estimator.n_features_in_ = X.shape[1]
+    if hasattr(estimator, "feature_names_in_"):  # a Dask array has no column names
+        del estimator.feature_names_in_
     return X
 
 

@@ -26,6 +26,7 @@ from nmfsc._estimator_base import (
     check_input,
 )
 from nmfsc._validation import as_float_array, check_optional_sparseness, check_positive_int
+from nmfsc.dask_backend import dask_frobenius_norm, is_dask_array
 from nmfsc.solvers._data import frobenius_norm
 from nmfsc.solvers._result import NMFResult
 from nmfsc.solvers.coefficients import fit_coefficients
@@ -279,8 +280,12 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
         Parameters
         ----------
-        X : array-like or scipy.sparse CSR / CSC, shape (n_samples, n_features)
-            Non-negative data.
+        X : array-like, scipy.sparse CSR / CSC or dask.array, shape (n_samples, n_features)
+            Non-negative data. A Dask array (chunked along its samples only)
+            is fitted by the Dask backend on ``X.T`` without gathering X
+            (``solver="hoyer"``; see the distributed page of the docs); the
+            coefficients are then a Dask array chunked as X, and
+            ``transform`` / ``score`` need X in memory.
         y : ignored
         W : array-like, shape (n_samples, n_components), optional
             With ``init="custom"``, the start of the coefficients (nmf_sc's
@@ -395,4 +400,6 @@ def _frobenius_error(X: Any, result: NMFResult | None) -> float:
     if result is None:
         scale = float(X.max())
         return 0.0 if scale == 0.0 else frobenius_norm(X, scale)
+    if is_dask_array(X):
+        return float(result.relative_error * dask_frobenius_norm(X, result.scale))
     return float(result.relative_error * frobenius_norm(X, result.scale))

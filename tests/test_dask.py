@@ -83,6 +83,53 @@ def test_nmf_sc_matches_in_memory(client, targets):
     assert chunked.step_sizes == pytest.approx(memory.step_sizes, rel=1e-6)
 
 
+@pytest.mark.parametrize("scheduler", ["threads", "synchronous"])
+def test_local_scheduler_projects_in_process(client, scheduler, monkeypatch):
+    """Under a local scheduler the projection's passes and writes run on the
+    client's chunks without a graph (chunked.map_local), with the same run."""
+    import dask
+
+    from nmfsc.dask_backend import chunked, projection
+
+    calls = []
+
+    def counted(func, args):
+        calls.append(len(args))
+        return chunked.map_local(func, args)
+
+    monkeypatch.setattr(projection, "map_local", counted)
+    V = _data()
+    memory = _run(nmf_sc, V, sparseness_h=0.5)
+    with dask.config.set(scheduler=scheduler):
+        chunked_run = _run(nmf_sc, da.from_array(V, chunks=(V.shape[0], 45)), sparseness_h=0.5)
+    _assert_same_run(memory, chunked_run)
+    assert calls and set(calls) == {3}  # every write in process, one call per 3 chunks
+
+
+def test_sparse_nmf_fits_a_dask_array(client):
+    """SparseNMF.fit_transform on a Dask X (samples x features, chunked along the
+    samples) runs nmf_sc on X.T chunk-wise: the same fit as on the NumPy X."""
+    from nmfsc import SparseNMF
+
+    X = _data().T  # 120 samples x 30 features
+    kw = {"n_components": 3, "sparseness_coefficients": 0.5, "random_state": 7}
+    kw |= {"max_iter": ITERATIONS, "tol": 0.0}
+    memory, chunked = SparseNMF(**kw), SparseNMF(**kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        Z = memory.fit_transform(X)
+        Zd = chunked.fit_transform(da.from_array(X, chunks=(45, X.shape[1])))
+    assert isinstance(Zd, da.Array) and Zd.chunks[0] == (45, 45, 30)
+    rel = np.abs(memory.result_.objective - chunked.result_.objective) / memory.result_.objective
+    assert np.max(rel) <= 1e-9
+    np.testing.assert_allclose(chunked.components_, memory.components_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(Zd.compute(), Z, rtol=1e-6, atol=1e-9)
+    assert chunked.reconstruction_err_ == pytest.approx(memory.reconstruction_err_, rel=1e-9)
+    assert chunked.n_features_in_ == 30
+    with pytest.raises(TypeError, match=r"transform and score need X in memory.*X\.compute"):
+        chunked.transform(da.from_array(X, chunks=(45, 30)))
+
+
 def test_nmf_euclidean_matches_in_memory(client):
     V = _data()
     _assert_same_run(_run(nmf_euclidean, V), _run(nmf_euclidean, da.from_array(V, chunks=(30, 50))))

@@ -23,7 +23,9 @@ package's modules, and with them Dask, only then.
 
 from __future__ import annotations
 
-__all__ = ["is_dask_array", "solve_on_dask"]
+import numpy as np
+
+__all__ = ["dask_frobenius_norm", "is_dask_array", "solve_on_dask"]
 
 
 def is_dask_array(V):
@@ -40,3 +42,12 @@ def solve_on_dask(solver, V, n_components, settings, *params):
     if solver == "nmf_sc":
         return run.dask_nmf_sc(V, n_components, *params, settings)
     return run.dask_nmf_euclidean(V, n_components, settings)
+
+
+def dask_frobenius_norm(V, scale):
+    """``||V||_F`` of the Dask array V as ``scale * ||V / scale||_F`` (one
+    reduction of per-chunk sums of squares; V is not gathered)."""
+    from nmfsc.dask_backend.chunked import compute, reduce_tree, squares_chunk, task
+
+    parts = [task(squares_chunk, part, scale) for part in V.to_delayed().ravel()]
+    return scale * float(np.sqrt(compute(reduce_tree(parts))[0]))

@@ -35,8 +35,19 @@ an entry's u is 0 to rounding, where either choice changes u by about 1e-16).
 from __future__ import annotations
 
 import numpy as np
+from dask.delayed import Delayed
 
-from nmfsc.dask_backend.chunked import ChunkedRows, compute, persist, reduce_tree, task
+from nmfsc.dask_backend.chunked import (
+    ChunkedRows,
+    compute,
+    held,
+    local_values,
+    map_local,
+    map_reduce_local,
+    persist,
+    reduce_tree,
+    task,
+)
 
 __all__ = ["FEASIBLE_RTOL", "R2_FLAT", "chunk_stats", "merge_stats", "project_chunked_rows"]
 
@@ -143,6 +154,12 @@ def _write_chunk(x, offset, final, dtype):
 
 
 def _reduce(X, offsets, params, form):
+    """One pass's merged statistics: in this process when the chunks are
+    concrete here (a local scheduler), else as a graph on the active scheduler."""
+    local = local_values(X)
+    if local is not None:
+        args = [(chunk_stats, form, a, off, params) for a, off in zip(local, offsets, strict=True)]
+        return map_reduce_local(_formed, args, merge_stats)
     parts = [
         task(_formed, chunk_stats, form, args, off, params)
         for args, off in zip(X, offsets, strict=True)
@@ -218,7 +235,8 @@ def project_chunked_rows(inputs, like, l1, l2, form=None, first=None, extra=None
     them with other work (:func:`chunk_stats` with ``params`` None, merged by
     :func:`merge_stats`). ``extra(parts)``, if given, makes a delayed
     reduction of the projected chunks that is computed with them (one round
-    trip); the return value is then ``(projected, its value)``.
+    trip; under a local scheduler ``extra`` may return the value itself);
+    the return value is then ``(projected, its value)``.
     """
     offsets = like.offsets
     T = like.shape[1]
@@ -235,6 +253,19 @@ def project_chunked_rows(inputs, like, l1, l2, form=None, first=None, extra=None
     kind = np.where(feasible, 1, np.where(rho == 1.0, 2, 0))
     lo, m, t, mean = _supports(stats, rho, kind == 0, lambda p: _reduce(inputs, offsets, p, form))
     final = (lo, m, t, mean, np.asarray(l2, dtype=np.float64), kind, arg)
+    local = local_values(inputs)
+    if local is not None:  # a local scheduler: write the chunks here, no graph
+        args = [
+            (_write_chunk, form, a, off, final, like.dtype)
+            for a, off in zip(local, offsets, strict=True)
+        ]
+        projected = ChunkedRows(
+            [held(x) for x in map_local(_formed, args)], like.widths, like.dtype, like.shape[0]
+        )
+        if extra is None:
+            return projected
+        value = extra(projected.parts)
+        return projected, compute(value)[0] if isinstance(value, Delayed) else value
     parts = [
         task(_formed, _write_chunk, form, args, off, final, like.dtype)
         for args, off in zip(inputs, offsets, strict=True)

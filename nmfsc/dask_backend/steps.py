@@ -25,9 +25,12 @@ import numpy as np
 
 from nmfsc.dask_backend.chunked import (
     ChunkedRows,
+    add_all,
     as_delayed,
     compute,
     inner_and_gram_chunk,
+    local_values,
+    map_reduce_local,
     multiplicative_h_chunk,
     persist,
     reduce_tree,
@@ -115,6 +118,9 @@ class DaskHoyerSteps(HoyerSteps):
         l1 = self.proj_h.l1_unit * l2
 
         def energy_terms(parts):
+            local = local_values(list(zip(WtV, parts, strict=True)))
+            if local is not None:
+                return map_reduce_local(inner_and_gram_chunk, local, add_all)
             pairs = [task(inner_and_gram_chunk, a, x) for a, x in zip(WtV, parts, strict=True)]
             return reduce_tree(pairs)
 

@@ -1,11 +1,15 @@
 """The outer loop shared by every solver: start, stopping rule, progress bar,
 callback, checkpoints and the result.
 
-:func:`solve` runs a :class:`_Run` through its named steps: start or resume
-(:meth:`_Run.start_or_resume`), iterate (:meth:`_Run.iterate`: the stop test
-:meth:`_Run.stop_test`, then :meth:`_Run.advance`, which records the
+:func:`solve` runs a :class:`Run` through its named steps: start or resume
+(:meth:`Run.start_or_resume`), iterate (:meth:`Run.iterate`: the stop test
+:meth:`Run.stop_test`, then :meth:`Run.advance`, which records the
 iteration, shows it, asks the callback and checkpoints), then finish (truncate
-the history, save) and build the result.
+the history, save) and build the result. What differs for data that is not a
+NumPy or SciPy array (the Dask backend's chunked H, its checkpoint format) is
+in a few hook methods (:meth:`Run.open_data`, :meth:`Run.load`,
+:meth:`Run.write_checkpoint`, :meth:`Run.callback_factors`,
+:meth:`Run.final_factors`), which a subclass overrides.
 
 A solver supplies a *steps* object (see :class:`Steps`); this module runs it.
 The per-iteration work is the steps object's; everything about *when* to stop
@@ -51,7 +55,7 @@ from nmfsc.solvers.checkpoint import (
 )
 from nmfsc.sparseness import sparseness_or_nan
 
-__all__ = ["Steps", "progress_bar", "solve", "tol_reached"]
+__all__ = ["Run", "Steps", "progress_bar", "solve", "tol_reached"]
 
 _WARN_HINT = {
     "max_iter": "max_iter={max_iter} reached; raise max_iter (or loosen tol={tol}) "
@@ -147,23 +151,10 @@ def solve(make_steps, V, n_components, *, solver_params, settings):
     in the result and checked when resuming; ``settings`` are the call's
     :class:`~nmfsc.solvers._settings.LoopSettings`, not yet validated.
     """
-    run = _Run(make_steps, V, n_components, solver_params, settings)
-    stop = run.iterate()
-    run.finish()
-    result = run.result(stop)  # before the warning: an error here must not be lost behind it
-    if stop in _WARN_HINT:
-        s = run.settings
-        hint = _WARN_HINT[stop].format(max_iter=s.max_iter, tol=s.tol, max_time=s.max_time)
-        warnings.warn(
-            f"{run.steps.name} stopped after {run.committed[1]} iterations without "
-            f"converging: {hint}",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
-    return result
+    return Run(make_steps, V, n_components, solver_params, settings).run(stacklevel=4)
 
 
-class _Run:
+class Run:
     """One run of a solver: the normalised problem, its settings, the committed
     iterate ``(state, iteration)`` and the objective and time histories.
 
@@ -172,39 +163,94 @@ class _Run:
     """
 
     def __init__(self, make_steps, V, n_components, solver_params, settings):
-        V, scale = check_data(V)
+        self.open_data(V)
         M = check_positive_int(n_components, "n_components")
-        N, T = V.shape
+        N, T = self.data.shape
         self.settings = settings = settings.validated(N, M, T)
-        self.V, self.scale = V, scale
-        self.data = make_data(V, scale)
+        self.check_settings()
         self.steps = make_steps(self.data, M)
-        self.factor, self.objective_units = objective_factor(scale, self.steps.objective_power)
+        self.factor, self.objective_units = objective_factor(self.scale, self.steps.objective_power)
         self.params = {"n_components": M, **solver_params}
+        self.shape = (N, M, T)
         self.meta = None
         if settings.checkpoint is not None:
             check_checkpoint_path(settings.checkpoint)  # fail now, not after an hour's work
             self.meta = {
                 "solver": self.steps.name,
                 "params": self.params,
-                "data": fingerprint(V),
+                "data": self.fingerprint(),
                 "start": start_description(settings),
             }
-        self.start_or_resume((N, M, T))
+        self.start_or_resume()
 
-    def start_or_resume(self, shape):
+    # -- hooks: what a run on other data (the Dask backend) overrides ---------
+
+    def open_data(self, V):
+        """Check V and set ``self.data`` (the normalised data) and ``self.scale``."""
+        self.V, self.scale = check_data(V)
+        self.data = make_data(self.V, self.scale)
+
+    def check_settings(self):
+        """Reject settings this kind of run cannot honour (none here)."""
+
+    def fingerprint(self):
+        """The data's fingerprint, saved with a checkpoint and checked on resume."""
+        return fingerprint(self.V)
+
+    def load(self, path):
+        """``(state, iteration, history, times)`` from the checkpoint at ``path``."""
+        N, M, T = self.shape
+        layout = {"W": (N, M), "H": (M, T), **dict.fromkeys(self.steps.state_scalars, ())}
+        return load_checkpoint(path, self.meta, layout, dtype=self.data.dtype)
+
+    #: Saves a checkpoint (keyword arguments of :func:`save_checkpoint`).
+    write_checkpoint = staticmethod(save_checkpoint)
+
+    def callback_factors(self, state):
+        """W (in V's units) and H as the callback sees them: read-only views."""
+        return _read_only(state["W"] * self.scale), _read_only(state["H"])
+
+    def final_factors(self, state):
+        """The result's W, H, their sparseness and the relative error."""
+        H = state["H"].copy()
+        relative_error = self.data.relative_error(state["W"], H)
+        W = in_data_units(state["W"], self.scale, in_place=isinstance(self.data, ScaledData))
+        return {
+            "W": W,
+            "H": H,
+            "sparseness_W": self.sparseness(W, 0),
+            "sparseness_H": self.sparseness(H, 1),
+            "relative_error": relative_error,
+        }
+
+    # -- the loop --------------------------------------------------------------
+
+    def run(self, stacklevel):
+        """Iterate until a stop, finish and return the result; warn (at
+        ``stacklevel`` from here) when the run stopped without converging."""
+        stop = self.iterate()
+        self.finish()
+        result = self.result(stop)  # before the warning: an error here must not be lost behind it
+        if stop in _WARN_HINT:
+            s = self.settings
+            hint = _WARN_HINT[stop].format(max_iter=s.max_iter, tol=s.tol, max_time=s.max_time)
+            warnings.warn(
+                f"{self.steps.name} stopped after {self.committed[1]} iterations without "
+                f"converging: {hint}",
+                ConvergenceWarning,
+                stacklevel=stacklevel,
+            )
+        return result
+
+    def start_or_resume(self):
         """The committed iterate and histories: from the checkpoint when resuming
         (and it exists), else the solver's start from the random or given factors."""
         path = self.settings.checkpoint
         if self.settings.resume and path.exists():
-            N, M, T = shape
-            layout = {"W": (N, M), "H": (M, T), **dict.fromkeys(self.steps.state_scalars, ())}
-            state, iteration, self.history, self.times = load_checkpoint(
-                path, self.meta, layout, dtype=self.data.dtype
-            )
+            state, iteration, self.history, self.times = self.load(path)
             self.steps.start(state)
         else:
-            state = fresh_start(self.steps, self.settings, self.scale, shape)
+            state = fresh_start(self.steps, self.settings, self.scale, self.shape)
             self.history = [float(self.steps.start(state)) * self.factor]
             self.times = [0.0]
             iteration = 0
@@ -270,11 +316,12 @@ class _Run:
         if self.settings.callback is None:
             return False
         state, iteration = self.committed
+        W, H = self.callback_factors(state)
         view = IterationState(
             iteration=iteration,
             objective=self.history[-1],
-            W=_read_only(state["W"] * self.scale),
-            H=_read_only(state["H"]),
+            W=W,
+            H=H,
             elapsed=self.times[-1],
         )
         return self.settings.callback(view) is True
@@ -293,7 +340,7 @@ class _Run:
 
     def save(self):
         state, iteration = self.committed
-        save_checkpoint(
+        self.write_checkpoint(
             self.settings.checkpoint,
             state=state,
             meta=self.meta,
@@ -314,16 +361,10 @@ class _Run:
         """The :class:`NMFResult` of the committed iterate, in V's units."""
         state, iteration = self.committed
         s = self.settings
-        H = state["H"].copy()
-        relative_error = self.data.relative_error(state["W"], H)
-        W = in_data_units(state["W"], self.scale, in_place=isinstance(self.data, ScaledData))
         return NMFResult(
-            W=W,
-            H=H,
+            **self.final_factors(state),
             objective=np.array(self.history),
             times=np.array(self.times),
-            sparseness_W=self.sparseness(W, 0),
-            sparseness_H=self.sparseness(H, 1),
             n_iter=iteration,
             converged=stop in ("tol", "step_size"),
             stop_reason=stop,
@@ -338,7 +379,6 @@ class _Run:
             scale=self.scale,
             objective_units=self.objective_units,
             step_sizes=self.steps.step_sizes(state),
-            relative_error=relative_error,
         )
 
     def sparseness(self, X, axis):
