@@ -98,7 +98,8 @@ def reduce_tree(parts, combine=add_all):
 
 #: Names of Dask's schedulers that run every task in the calling thread.
 _SERIAL = ("sync", "synchronous", "single-threaded")
-_POOL = []
+#: The thread pool of the in-process passes, made on first use.
+_POOL: list[ThreadPoolExecutor] = []
 
 
 def local_values(items):
