@@ -129,3 +129,18 @@ def test_feasible_long_input_is_returned_unchanged():
 
 def test_short_vectors_keep_the_old_kernel():
     assert kernels.BRACKET_MIN_N == bracket.BRACKET_MIN_N == 4096
+
+
+@pytest.mark.parametrize("noise", [1e-3, 1e-2, 1e-1])
+def test_rows_near_their_targets_take_the_bracket(noise):
+    # A solver's trial row: a projection at the target plus a small step. The
+    # first band can miss such a row's support; the widened one must not.
+    rng = np.random.default_rng(7)
+    for n in [10**4, 10**5]:
+        l1 = l1_for_sparseness(0.85, n)
+        s = project(np.abs(rng.standard_normal(n)), l1, 1.0)
+        x = s + noise * s.max() * rng.standard_normal(n)
+        assert _taken(x, l1, 1.0, True)
+        np.testing.assert_allclose(
+            project(x, l1, 1.0), project(x, l1, 1.0, method="hoyer"), rtol=0, atol=ATOL
+        )

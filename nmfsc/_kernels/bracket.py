@@ -75,7 +75,7 @@ def sample_size(n):
 
 
 @njit(cache=True)
-def _sample_band(x, nonneg, rho, n):
+def _sample_band(x, nonneg, rho, n, widen):
     """(ok, scale, lo, hi, c, sce) from the sorted strided sample, in y = scale * x."""
     m = sample_size(n)
     stride = n // m
@@ -122,7 +122,7 @@ def _sample_band(x, nonneg, rho, n):
             break
         k = lo_i
     p = k / m
-    d = int(4.0 * math.sqrt(k * (1.0 - p) + 1.0)) + m // 64 + 2
+    d = widen * (int(4.0 * math.sqrt(k * (1.0 - p) + 1.0)) + m // 64 + 2)
     hi = z[k - 1 - d] if k - 1 - d >= 0 else np.inf
     lo = z[k + d] if k + d < m else -np.inf
     c = top + p1[k] / k
@@ -251,27 +251,33 @@ def bracket_shape_into(x, nonneg, rho, l1, l2, out):
     bracketing the threshold (module docstring). Returns the passes, or -1 when
     the caller must use the exact kernel instead (nothing useful in out)."""
     n = x.shape[0]
-    ok, scale, lo, hi, c, sce = _sample_band(x, nonneg, rho, n)
-    if not ok:
-        return -1
     lanes = np.empty((_ROWS, _LANES))
-    kb, sums = _band_pass(x, nonneg, scale, lo, hi, c, sce, out, lanes)
-    ks = sums[0]
-    s1, s2 = sums[1], sums[2]
-    # A NaN or +-inf entry makes sum(y) NaN or infinite.
-    if not (math.isfinite(sums[4]) and math.isfinite(sums[5]) and math.isfinite(s2)):
-        return -1
-    norm = math.sqrt(sums[5]) / scale
-    if abs(sums[4] / scale - l1) <= _NEAR_FEASIBLE * l1 and abs(norm - l2) <= _NEAR_FEASIBLE * l2:
-        return -1
-    ok, passes, m, t, dbar, c = _solve_band(out, kb, int(ks), s1, s2, rho, c, sce)
-    if not ok:
-        return -1
-    # Verify the bracket: everything above hi kept, everything at or below lo dropped.
-    if hi < np.inf and not (m + t * ((hi - c) * sce - dbar) > 0.0):
-        return -1
-    if lo > -np.inf and not (m + t * ((lo - c) * sce - dbar) <= 0.0):
-        return -1
+    # A band that misses is widened fourfold once (a sample of a row already
+    # near its targets can misjudge the support), then the exact kernel runs.
+    for widen in (1, 4):
+        ok, scale, lo, hi, c, sce = _sample_band(x, nonneg, rho, n, widen)
+        if not ok:
+            return -1
+        kb, sums = _band_pass(x, nonneg, scale, lo, hi, c, sce, out, lanes)
+        ks = sums[0]
+        s1, s2 = sums[1], sums[2]
+        # A NaN or +-inf entry makes sum(y) NaN or infinite.
+        if not (math.isfinite(sums[4]) and math.isfinite(sums[5]) and math.isfinite(s2)):
+            return -1
+        norm = math.sqrt(sums[5]) / scale
+        near_l1 = abs(sums[4] / scale - l1) <= _NEAR_FEASIBLE * l1
+        if near_l1 and abs(norm - l2) <= _NEAR_FEASIBLE * l2:
+            return -1
+        ok, passes, m, t, dbar, c = _solve_band(out, kb, int(ks), s1, s2, rho, c, sce)
+        if not ok:
+            return -1
+        # Verify the bracket: everything above hi kept, everything at or below lo dropped.
+        if (hi == np.inf or m + t * ((hi - c) * sce - dbar) > 0.0) and (
+            lo == -np.inf or m + t * ((lo - c) * sce - dbar) <= 0.0
+        ):
+            break
+        if widen == 4:
+            return -1
     for i in range(n):
         v = x[i] * scale if nonneg else abs(x[i]) * scale
         s = m + t * ((v - c) * sce - dbar)
