@@ -197,7 +197,10 @@ def bench_sizes(sizes, repeats, min_time, rng):
 
         _, p_hoyer = kernel(kernels.METHOD_HOYER)
         s_hoyer = out.copy()
-        _, p_fast = kernel(kernels.METHOD_FAST)
+        # Passes as the paper counts them (the bracketing path, n >= 4096, counts
+        # its own); the result compared below is the default path's.
+        _, p_fast = kernel(kernels.METHOD_FAST_COUNTED)
+        _, _ = kernel(kernels.METHOD_FAST)
         s_np, p_np = numpy_projection(x, l1, 1.0)
         # The three must agree, or the timings compare different things.
         err = max(np.max(np.abs(out - s_hoyer)), np.max(np.abs(s_np - s_hoyer)))
@@ -249,6 +252,9 @@ def bench_memory_speed(repeats, min_time, rng):
                 dict(
                     kernel=lambda x=x, l1=l1, out=out, maxp=maxp: kernels.project_vector(
                         x, l1, 1.0, True, kernels.METHOD_FAST, out, maxp
+                    ),
+                    exact=lambda x=x, l1=l1, out=out, maxp=maxp: kernels.project_vector(
+                        x, l1, 1.0, True, kernels.METHOD_FAST_COUNTED, out, maxp
                     ),
                     sum=lambda x=x: np.sum(x),
                 ),
@@ -320,12 +326,16 @@ def report_targets(speed, overhead):
             f"| {(r['public'] - r['kernel']) * 1e6:.2f} µs |"
         )
     print("\n## Issue 14: the fast kernel against one np.sum over the same vector\n")
-    print("| n | case | start sparseness | passes | fast kernel | np.sum | kernel / np.sum |")
-    print("|---:|---|---:|---:|---:|---:|---:|")
+    print(
+        "| n | case | start sparseness | passes | fast kernel | np.sum | kernel / np.sum "
+        "| without the bracket / np.sum |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
     for r in speed:
         print(
             f"| {r['n']:g} | {r['case']} | {r['s0']:.3f} | {r['passes']} "
-            f"| {fmt_time(r['kernel'])} | {fmt_time(r['sum'])} | {r['kernel'] / r['sum']:.1f} |"
+            f"| {fmt_time(r['kernel'])} | {fmt_time(r['sum'])} | {r['kernel'] / r['sum']:.1f} "
+            f"| {r['exact'] / r['sum']:.1f} |"
         )
     print()
     worst = max((r["public"] - r["kernel"]) * 1e6 for r in overhead)

@@ -22,7 +22,13 @@ Two exact methods, both Numba kernels in :mod:`nmfsc._kernels.projection`:
     once they are at most half of what a pass reads, so later passes cost
     O(support) instead of O(n); finished by an O(k log k) sort-and-scan if it
     has not converged after ``2 log2(n) + 8`` passes: worst case O(n log n), in
-    practice a few streaming passes.
+    practice a few streaming passes. For n >= 4096 (without
+    ``return_passes``) it first brackets the threshold alpha of
+    s = beta * max(x - alpha, 0) on a strided sample, then reads the vector
+    twice: one pass sums the part surely above the bracket and gathers the
+    entries inside it, the exact passes run on those alone, and a last pass
+    writes s. The bracket is verified; if it missed, the passes above run
+    instead, so the result never depends on the sample.
 
 Both return identical results to rounding wherever the projection is unique.
 Where it is not (ties among the largest entries, e.g. a constant vector, with a
@@ -217,6 +223,8 @@ def project(
     ):
         n = x.shape[0]
         code = _METHODS.get(method)
+        if return_passes and code == _k.METHOD_FAST:
+            code = _k.METHOD_FAST_COUNTED
         t1 = float(l1)
         t2 = float(l2)
         if (
@@ -239,6 +247,8 @@ def project(
 def _project_checked(x, l1, l2, nonneg, method, return_passes):
     """:func:`project` with every input check (the full path)."""
     code = _method_code(method)
+    if return_passes and code == _k.METHOD_FAST:
+        code = _k.METHOD_FAST_COUNTED
     x = as_float_array(x, "x", ndim=1)
     n = x.shape[0]
     l1a, l2a = _check_targets(l1, l2, n, 1)
@@ -310,6 +320,8 @@ def project_batch(
         Only with ``return_passes=True``.
     """
     code = _METHODS.get(method) if type(method) is str else None
+    if return_passes and code == _k.METHOD_FAST:
+        code = _k.METHOD_FAST_COUNTED
     if code is not None and type(axis) is int and axis in (0, 1) and _is_plain_float64(X, 2):
         count, n = X.shape[::-1] if axis == 0 else X.shape
         targets = _fast_targets(l1, l2, n)
@@ -343,6 +355,8 @@ def _batch_kernel(vectors, l1, l2, nonneg, code, parallel):
 def _project_batch_checked(X, l1, l2, axis, nonneg, method, parallel, return_passes):
     """:func:`project_batch` with every input check (the full path)."""
     code = _method_code(method)
+    if return_passes and code == _k.METHOD_FAST:
+        code = _k.METHOD_FAST_COUNTED
     if axis not in (0, 1):
         raise ValueError(f"axis must be 0 (columns) or 1 (rows), got {axis!r}")
     X = as_float_array(X, "X", ndim=2)

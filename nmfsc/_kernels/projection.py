@@ -65,11 +65,16 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from nmfsc._kernels.bracket import BRACKET_MIN_N, bracket_shape_into
+
 STATUS_OK = 0
 STATUS_NONFINITE = 1
 
 METHOD_HOYER = 0
 METHOD_FAST = 1
+# The fast method when the caller wants the paper's pass count: it skips the
+# bracketing path for long vectors (module ``bracket``), whose passes are its own.
+METHOD_FAST_COUNTED = 2
 
 # Michelot-style filter passes allowed before the fast kernel sorts what is left;
 # this bounds its worst case at O(n log n) (each pass is O(current support)).
@@ -753,6 +758,16 @@ def project_vector(x, l1, l2, nonneg, method, out, max_filter_passes):
     is copied unchanged.
     """
     n = x.shape[0]
+    if method == METHOD_FAST and n >= BRACKET_MIN_N:
+        rho = l1 / l2
+        if rho > 1.0 and rho * rho < n:
+            passes = bracket_shape_into(x, nonneg, rho, l1, l2, out)
+            if passes >= 0:
+                if not nonneg:
+                    for i in range(n):
+                        if x[i] < 0.0:
+                            out[i] = -out[i]
+                return STATUS_OK, passes
     lanes = _lane_scratch(n)
     finite, scale, total, lo, hi, delta, c2 = _scaled_stats(x, nonneg, lanes)
     if not finite:
@@ -765,7 +780,7 @@ def project_vector(x, l1, l2, nonneg, method, out, max_filter_passes):
     rho = min(max(rho, 1.0), math.sqrt(n))
     if rho == 1.0:
         passes = _single_entry_into(x, nonneg, l2, out)
-    elif method == METHOD_FAST:
+    elif method != METHOD_HOYER:
         passes = _fast_shape_into(
             x, scale, nonneg, rho, l2, out, max_filter_passes, total, lo, hi, delta, c2, lanes
         )
