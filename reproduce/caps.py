@@ -11,7 +11,7 @@ moves less than 0.005 rounds to the same two decimals, or next to them).
 
 Written to ``<out>/caps.json``, ``<out>/caps.md`` (the table quoted in
 REPRODUCTION.md) and a strip figure ``<out>/caps.png``/``.pdf``. Not part of
-``all`` (the longer runs take about 10 minutes on 2 cores); the runs at the cap
+``all`` (the longer runs may take as long as the suite); the runs at the cap
 come from ``all``'s cache in the same output folder (same ``--max-time``).
 """
 
@@ -71,6 +71,8 @@ def run_summary(cap, twice):
 
 def markdown(runs, table):
     """The tables of REPRODUCTION.md: the longer runs, then every claim at both caps."""
+    if not runs:
+        return "No run stopped at its iteration cap: every run stopped by the convergence rule.\n"
     lines = [
         "| run | cap | iterations (stop) at 2x cap | objective decrease "
         "| rel. error at cap -> 2x |",

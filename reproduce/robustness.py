@@ -11,7 +11,7 @@ and, for every yes/no claim, whether it holds for every seed),
 figure ``<out>/robustness.png``/``.pdf`` (one dot per seed).
 
 Not part of ``all`` and not run in CI: with five seeds it runs the whole
-suite five times (about 50 minutes on 2 cores). Runs are cached like the
+suite five times (about 15 minutes a seed on 2 cores). Runs are cached like the
 figures' (seed 0 reuses ``all``'s cache in the same output folder, under the
 same ``--max-time``).
 """

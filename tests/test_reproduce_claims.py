@@ -48,3 +48,9 @@ def test_tables_leave_out_per_vector_details_and_met_constraints():
     assert not shown_in_tables(f"fig4{SEP}achieved_sparseness_W{SEP}fig4a{SEP}mean")
     assert (fmt(True), fmt(False), fmt(None), fmt(3), fmt(0.12345), fmt(2.5e-5)) == (
         "yes", "**no**", "-", "3", "0.123", "2.5e-05")  # fmt: skip
+
+
+def test_caps_table_says_when_no_run_was_capped():
+    from reproduce.caps import markdown as caps_markdown
+
+    assert "every run stopped by the convergence rule" in caps_markdown({}, {})
