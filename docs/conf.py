@@ -115,7 +115,9 @@ def _read_reproduction(app, docname, source):
     path = ROOT / "REPRODUCTION.md"
     app.env.note_dependency(str(path))
     text = path.read_text(encoding="utf-8")
-    text = re.sub(r"\]\(figures/((?:fig\d|sec5|convergence))\.png\)", r"](paper/\1.md)", text)
+    text = re.sub(
+        r"\]\(figures/((?:fig\d|sec5|convergence|caps|robustness))\.png\)", r"](paper/\1.md)", text
+    )
     text = text.replace("](figures/)", "](paper/index.md)").replace("](docs/", "](")
     source[0] = text
 
