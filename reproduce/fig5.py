@@ -24,12 +24,16 @@ RUNS = (*PANELS, "fig1c")
 ORIENTED_THRESHOLDS = (0.4, 0.5)
 
 
+def shares_above(values):
+    """Threshold -> fraction of the orientation ``values`` above it."""
+    return {str(t): float((values > t).mean()) for t in ORIENTED_THRESHOLDS}
+
+
 def oriented_share(run):
     """Threshold -> fraction of the run's features with orientation above it."""
     from nmfsc.scores import orientation
 
-    values = orientation(run.W, IMAGE_SHAPES["natural"], on_off=True)
-    return {str(t): float((values > t).mean()) for t in ORIENTED_THRESHOLDS}
+    return shares_above(orientation(run.W, IMAGE_SHAPES["natural"], on_off=True))
 
 
 def claims(runs):

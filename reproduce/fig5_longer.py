@@ -20,7 +20,7 @@ import numpy as np
 
 from reproduce._harness import IMAGE_SHAPES, load_dataset
 from reproduce.experiments import EXPERIMENTS
-from reproduce.fig5 import ORIENTED_THRESHOLDS
+from reproduce.fig5 import shares_above
 
 MARKS = (500, 1000, 2000, 3000, 4000, 5000, 6000, 8000, 10000)
 
@@ -34,7 +34,7 @@ def row(iteration, W, objective):
         "iteration": int(iteration),
         "objective": float(objective),
         "orientation_mean": round(float(values.mean()), 4),
-        **{f"share_above_{t}": round(float((values > t).mean()), 4) for t in ORIENTED_THRESHOLDS},
+        **{f"share_above_{t}": round(share, 4) for t, share in shares_above(values).items()},
     }
 
 
