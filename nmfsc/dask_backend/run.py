@@ -13,6 +13,9 @@ persisted chunks.
 
 from __future__ import annotations
 
+import contextlib
+import os
+
 import numpy as np
 
 from nmfsc.dask_backend.chunked import DaskData, compute, reduce_tree, task
@@ -31,13 +34,43 @@ def dask_nmf_sc(V, n_components, sparseness_w, sparseness_h, settings):
         return DaskHoyerSteps(data, M, sparseness_w, sparseness_h)
 
     params = {"sparseness_w": sparseness_w, "sparseness_h": sparseness_h}
-    run = DaskRun(make_steps, V, n_components, params, settings)
-    return run.run(stacklevel=5)
+    with blas_threads_shared(V):
+        return DaskRun(make_steps, V, n_components, params, settings).run(stacklevel=5)
 
 
 def dask_nmf_euclidean(V, n_components, settings):
     """:func:`nmfsc.nmf_euclidean` for a Dask array V."""
-    return DaskRun(DaskEuclideanSteps, V, n_components, {}, settings).run(stacklevel=5)
+    with blas_threads_shared(V):
+        return DaskRun(DaskEuclideanSteps, V, n_components, {}, settings).run(stacklevel=5)
+
+
+@contextlib.contextmanager
+def blas_threads_shared(V):
+    """Under Dask's threaded scheduler, BLAS threads per task = cores // tasks at once.
+
+    The threaded scheduler (and the in-process passes of
+    :func:`~nmfsc.dask_backend.chunked.map_local`) run one task per core, each
+    task's products (W^T V_c, V_c H_c^T) calling BLAS, whose own pool has a
+    thread per core: on 2 cores, 4 threads then fight for 2 and the run is
+    1.5-2.5x slower than when each task's BLAS keeps to one thread (measured
+    on ``benchmarks/bench_dask.py``'s overhead part). With fewer column chunks
+    than cores, each task gets cores // chunks BLAS threads. The limit
+    (``threadpoolctl``) holds for the run only; other schedulers (synchronous:
+    one task at a time; ``dask.distributed``: its workers already start with
+    one BLAS thread) are left as they are.
+    """
+    import dask
+    import dask.threaded
+    from dask.base import get_scheduler
+    from threadpoolctl import threadpool_limits
+
+    if get_scheduler(collections=[V]) is not dask.threaded.get:
+        yield
+        return
+    cores = dask.config.get("num_workers", None) or os.cpu_count() or 1
+    at_once = max(1, min(len(V.chunks[1]), cores))
+    with threadpool_limits(limits=max(1, cores // at_once), user_api="blas"):
+        yield
 
 
 class DaskRun(Run):
