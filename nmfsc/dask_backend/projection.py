@@ -34,9 +34,12 @@ an entry's u is 0 to rounding, where either choice changes u by about 1e-16).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from dask.delayed import Delayed
 
+from nmfsc._kernels import rowstats as _rowstats
 from nmfsc.dask_backend.chunked import (
     ChunkedRows,
     compute,
@@ -49,57 +52,80 @@ from nmfsc.dask_backend.chunked import (
     task,
 )
 
-__all__ = ["FEASIBLE_RTOL", "R2_FLAT", "chunk_stats", "merge_stats", "project_chunked_rows"]
+__all__ = [
+    "FEASIBLE_RTOL",
+    "R2_FLAT",
+    "Projected",
+    "chunk_stats",
+    "merge_stats",
+    "project_chunked_rows",
+    "trial",
+]
 
 #: As the kernel: a row meeting its targets to this relative tolerance is kept.
 FEASIBLE_RTOL = 1e-13
 #: As the kernel: 1 - rho^2 / k at or below this is the flat support.
 R2_FLAT = 1e-15
 
-# Columns of the per-row statistics.
-_K, _SUM, _M2, _LO, _HI, _BAD, _ARG, _MAX, _OUT = range(9)
-_WIDTH = 9
+# Columns of the per-row statistics (the kernels' layout).
+_K, _SUM, _M2, _LO, _HI = _rowstats.K, _rowstats.SUM, _rowstats.M2, _rowstats.LO, _rowstats.HI
+_BAD, _ARG, _MAX, _OUT = _rowstats.BAD, _rowstats.ARG, _rowstats.MAX, _rowstats.OUT
+_WIDTH = _rowstats.WIDTH
 #: Rounds of the warm start (from the positive entries) before the passes from all entries.
 WARM_ROUNDS = 4
 
 
-def _selected(y, sel, out):
-    """Count, sum, centred sum of squares, min and max of each row's selected y, into out."""
-    M = y.shape[0]
-    count = np.count_nonzero(sel, axis=1).astype(np.float64)
-    total = np.where(sel, y, 0.0).sum(axis=1)
-    own_mean = np.divide(total, count, out=np.zeros(M), where=count > 0)
-    dev = np.where(sel, y - own_mean[:, None], 0.0)
-    out[:, _K] = count
-    out[:, _SUM] = total
-    out[:, _M2] = np.einsum("ij,ij->i", dev, dev)
-    out[:, _LO] = np.where(sel, y, np.inf).min(axis=1, initial=np.inf)
-    out[:, _HI] = np.where(sel, y, -np.inf).max(axis=1, initial=-np.inf)
-    out[:, _OUT] = np.where(sel, -np.inf, y).max(axis=1, initial=-np.inf)
-    return out
+def _as_float(x):
+    y = np.asarray(x)
+    return y if y.dtype in (np.float32, np.float64) else y.astype(np.float64)
 
 
-def chunk_stats(x, offset, params):
-    """Per-row statistics of the selected entries of one chunk.
+def chunk_stats(x, offset, params, prior=None):
+    """Per-row statistics of the selected entries of one chunk (Numba kernels of
+    :mod:`nmfsc._kernels.rowstats`; float32 chunks are read without a copy).
 
-    ``params`` None: M x 16, the statistics of every entry (with the
-    non-finite flag and the argmax) and of the positive entries (the warm
-    start's support). Else (lo, m, t, mean) select y >= lo with
-    m + t (y - mean) > 0: M x 8.
+    ``params`` None: the first pass, M x 18: the statistics of every entry
+    (with the non-finite flag and the argmax) and of the positive entries
+    (the warm start's support), and, given a ``prior`` shape (m, t, mean)
+    per row, M x 27 with the statistics of {y : m + t (y - mean) > 0} (the
+    support of the last projection's shape, a closer warm start). Else
+    (lo, m, t, mean) select y >= lo with m + t (y - mean) > 0: M x 9.
     """
-    y = np.asarray(x, dtype=np.float64)
+    y = _as_float(x)
     M = y.shape[0]
     if params is not None:
-        lo, m, t, mean = (p[:, None] for p in params)
-        return _selected(y, (y >= lo) & (m + t * (y - mean) > 0.0), np.zeros((M, _WIDTH)))
-    out = np.zeros((M, 2 * _WIDTH))
-    out[:, _BAD] = ~np.all(np.isfinite(y), axis=1)
-    if y.shape[1]:
-        out[:, _ARG] = offset + np.argmax(y, axis=1)
-        out[:, _MAX] = np.max(y, axis=1)
-    _selected(y, np.ones(y.shape, dtype=bool), out)
-    _selected(y, y > 0.0, out[:, _WIDTH:])
+        out = np.zeros((M, _WIDTH))
+        _rowstats.selected_stats(y, None, 0.0, *params, out)
+        return out
+    out = np.zeros((M, (2 if prior is None else 3) * _WIDTH))
+    _rowstats.all_and_positive_stats(y, offset, out)
+    if prior is not None:
+        third = np.zeros((M, _WIDTH))
+        _rowstats.selected_stats(y, None, 0.0, np.full(M, -np.inf), *prior, third)
+        out[:, 2 * _WIDTH :] = third
     return out
+
+
+def trial(h, dh, mu):
+    """H - mu dH as the in-memory step forms it (mu dH first, then the difference)."""
+    step = np.multiply(dh, mu)
+    np.subtract(h, step, out=step)
+    return np.ascontiguousarray(step)
+
+
+def _pass_stats(form, args, offset, params, prior):
+    """A pass's statistics of one chunk, made by ``form(*args)`` (or ``args``
+    itself, ``form`` None). A trial (``form`` :func:`trial`) is not stored for
+    a pass after the first: the kernel forms each entry as it reads it, with
+    the same operations in the same dtype, so the same values."""
+    if form is trial and params is not None:
+        h, dh, mu = args
+        dtype = np.multiply(dh[:1, :1], mu).dtype
+        if h.dtype == dh.dtype == dtype and dtype in (np.float32, np.float64):
+            out = np.zeros((h.shape[0], _WIDTH))
+            _rowstats.selected_stats(h, dh, dtype.type(mu), *params, out)
+            return out
+    return chunk_stats(args if form is None else form(*args), offset, params, prior)
 
 
 def merge_stats(*parts):
@@ -153,15 +179,15 @@ def _write_chunk(x, offset, final, dtype):
     return out.astype(dtype, copy=False)
 
 
-def _reduce(X, offsets, params, form):
+def _reduce(X, offsets, params, form, prior=None):
     """One pass's merged statistics: in this process when the chunks are
     concrete here (a local scheduler), else as a graph on the active scheduler."""
     local = local_values(X)
     if local is not None:
-        args = [(chunk_stats, form, a, off, params) for a, off in zip(local, offsets, strict=True)]
-        return map_reduce_local(_formed, args, merge_stats)
+        args = [(form, a, off, params, prior) for a, off in zip(local, offsets, strict=True)]
+        return map_reduce_local(_pass_stats, args, merge_stats)
     parts = [
-        task(_formed, chunk_stats, form, args, off, params)
+        task(_pass_stats, form, args, off, params, prior)
         for args, off in zip(X, offsets, strict=True)
     ]
     return compute(reduce_tree(parts, merge_stats))[0]
@@ -177,22 +203,31 @@ def _step(rho, k, total, css):
     return m, t, mean, flat
 
 
-def _supports(stats, rho, rows, reduce):
+def _supports(stats, rho, rows, reduce, prior_rows):
     """Each row's final support and shape (lo, m, t, mean), one reduction per pass.
 
     A support S with shape u = m + t (y - mean) is the projection's when u > 0
     at S's least entry and u <= 0 at the largest entry outside S: u is then
     t max(y - tau, 0) with the targets' norms, and that tau is unique. A row
-    starts *warm*, from its positive entries; while its support is not the
-    projection's, the next is {y : u(y) > 0} over all entries (when that
-    shrinks the support these are the paper's passes from a superset, which
-    end; a support that grows ``WARM_ROUNDS`` times, or a flat or tied one,
-    sends the row to the paper's passes from all entries, ``y >= lo``).
+    starts *warm*, from the support of the prior shape where ``prior_rows``
+    (the last projection's; the trials of a line search and the iterations
+    of a run differ little, so that support is nearly the answer) and else
+    from its positive entries; while its support is not the projection's,
+    the next is {y : u(y) > 0} over all entries (when that shrinks the
+    support these are the paper's passes from a superset, which end; a
+    support that grows ``WARM_ROUNDS`` times, or a flat or tied one, sends
+    the row to the paper's passes from all entries, ``y >= lo``). The answer
+    does not depend on the start: the shape is computed from the final
+    support's statistics, the same whichever pass found it.
     """
     M = rho.size
     full = stats[:, :_WIDTH]
-    warm = rows & (stats[:, _WIDTH + _K] >= 2)
-    cur = np.where(warm[:, None], stats[:, _WIDTH:], full).copy()
+    start = stats[:, _WIDTH : 2 * _WIDTH]
+    if prior_rows is not None:
+        prior_rows = prior_rows & (stats[:, 2 * _WIDTH + _K] >= 2)
+        start = np.where(prior_rows[:, None], stats[:, 2 * _WIDTH :], start)
+    warm = rows & (start[:, _K] >= 2)
+    cur = np.where(warm[:, None], start, full)
     lo, m, t, mean = np.zeros(M), np.zeros(M), np.zeros(M), np.zeros(M)
     active, growths = rows.copy(), np.zeros(M, dtype=int)
     while True:
@@ -222,27 +257,40 @@ def _supports(stats, rho, rows, reduce):
         cur = np.where(active[:, None], new, cur)
 
 
-def project_chunked_rows(inputs, like, l1, l2, form=None, first=None, extra=None):
+class Projected(NamedTuple):
+    """What :func:`project_chunked_rows` returns."""
+
+    #: The projected rows (persisted), or None if a row was not finite.
+    rows: ChunkedRows | None
+    #: The value of ``extra``, if given.
+    value: object
+    #: Each row's final shape (m, t, mean), a ``prior`` for the next projection.
+    shape: tuple | None
+
+
+def project_chunked_rows(inputs, like, l1, l2, form=None, first=None, extra=None, prior=None):
     """Project every row of a chunked M x T array onto (L1, L2) = (l1, l2) (per row).
 
     ``inputs`` holds, per chunk, the delayed chunk (``form`` None) or the
     arguments of ``form``, which makes the chunk on the worker (the trial
-    ``H - mu dH``, formed in every pass rather than stored). ``like`` is a
-    :class:`ChunkedRows` with the layout and dtype. Returns the projected
-    rows as a persisted :class:`ChunkedRows`, or None if a row is not finite.
-    ``l1`` must lie in [l2, sqrt(T) l2] and l2 > 0 (the caller's checks).
-    ``first``: the first pass's merged statistics, when the caller computed
-    them with other work (:func:`chunk_stats` with ``params`` None, merged by
-    :func:`merge_stats`). ``extra(parts)``, if given, makes a delayed
-    reduction of the projected chunks that is computed with them (one round
-    trip; under a local scheduler ``extra`` may return the value itself);
-    the return value is then ``(projected, its value)``.
+    ``H - mu dH`` of :func:`trial`, which the passes after the first form
+    entry by entry and never store). ``like`` is a :class:`ChunkedRows` with
+    the layout and dtype. ``l1`` must lie in [l2, sqrt(T) l2] and l2 > 0 (the
+    caller's checks). ``first``: the first pass's merged statistics, when the
+    caller computed them with other work (:func:`chunk_stats` with ``params``
+    None and the same ``prior``, merged by :func:`merge_stats`).
+    ``extra(parts)``, if given, makes a delayed reduction of the projected
+    chunks that is computed with them (one round trip; under a local
+    scheduler ``extra`` may return the value itself). ``prior``: the
+    ``shape`` of an earlier projection of rows like these, where the passes
+    start (:func:`_supports`); it changes how many passes are made, not the
+    answer.
     """
     offsets = like.offsets
     T = like.shape[1]
-    stats = _reduce(inputs, offsets, None, form) if first is None else first
+    stats = _reduce(inputs, offsets, None, form, prior) if first is None else first
     if np.any(stats[:, _BAD]):
-        return None if extra is None else (None, None)
+        return Projected(None, None, None)
     arg = stats[:, _ARG].copy()
     k, total, css, lo = (stats[:, c] for c in (_K, _SUM, _M2, _LO))
     mean = total / k
@@ -251,8 +299,14 @@ def project_chunked_rows(inputs, like, l1, l2, form=None, first=None, extra=None
     feasible &= np.abs(norm - l2) <= FEASIBLE_RTOL * l2
     rho = np.minimum(np.maximum(l1 / l2, 1.0), np.sqrt(T))
     kind = np.where(feasible, 1, np.where(rho == 1.0, 2, 0))
-    lo, m, t, mean = _supports(stats, rho, kind == 0, lambda p: _reduce(inputs, offsets, p, form))
+    prior_rows = None if prior is None else prior[1] > 0
+    if prior_rows is not None and stats.shape[1] < 3 * _WIDTH:
+        raise ValueError("first holds no statistics of the prior's supports")
+    lo, m, t, mean = _supports(
+        stats, rho, kind == 0, lambda p: _reduce(inputs, offsets, p, form), prior_rows
+    )
     final = (lo, m, t, mean, np.asarray(l2, dtype=np.float64), kind, arg)
+    shape = (m, np.where(kind == 0, t, 0.0), mean)
     local = local_values(inputs)
     if local is not None:  # a local scheduler: write the chunks here, no graph
         args = [
@@ -263,14 +317,17 @@ def project_chunked_rows(inputs, like, l1, l2, form=None, first=None, extra=None
             [held(x) for x in map_local(_formed, args)], like.widths, like.dtype, like.shape[0]
         )
         if extra is None:
-            return projected
+            return Projected(projected, None, shape)
         value = extra(projected.parts)
-        return projected, compute(value)[0] if isinstance(value, Delayed) else value
+        if isinstance(value, Delayed):
+            value = compute(value)[0]
+        return Projected(projected, value, shape)
     parts = [
         task(_formed, _write_chunk, form, args, off, final, like.dtype)
         for args, off in zip(inputs, offsets, strict=True)
     ]
     if extra is None:
-        return ChunkedRows.persisted(parts, like)
+        return Projected(ChunkedRows.persisted(parts, like), None, shape)
     *parts, value = persist(*parts, extra(parts))
-    return ChunkedRows(parts, like.widths, like.dtype, like.shape[0]), compute(value)[0]
+    rows = ChunkedRows(parts, like.widths, like.dtype, like.shape[0])
+    return Projected(rows, compute(value)[0], shape)

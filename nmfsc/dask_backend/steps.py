@@ -37,19 +37,12 @@ from nmfsc.dask_backend.chunked import (
     task,
     wtv_chunk,
 )
-from nmfsc.dask_backend.projection import chunk_stats, merge_stats, project_chunked_rows
+from nmfsc.dask_backend.projection import chunk_stats, merge_stats, project_chunked_rows, trial
 from nmfsc.solvers._data import inner
 from nmfsc.solvers._objective import ColumnGram, SquaredErrorSteps, multiplicative_w_update
 from nmfsc.solvers.hoyer import EPS, MU_GROWTH, MU_MIN, HoyerSteps
 
 __all__ = ["DaskEuclideanSteps", "DaskHoyerSteps"]
-
-
-def _trial(h, dh, mu):
-    """H - mu dH as the in-memory step forms it (mu dH first, then the difference)."""
-    trial = np.multiply(dh, mu)
-    np.subtract(h, trial, out=trial)
-    return np.ascontiguousarray(trial)
 
 
 def _divide_rows(h, norms):
@@ -79,6 +72,12 @@ def rescale_rows(H, W, row_ss):
 
 class DaskHoyerSteps(HoyerSteps):
     """nmf_sc's iteration on a :class:`~nmfsc.dask_backend.chunked.DaskData`."""
+
+    def __init__(self, data, n_components, sparseness_w, sparseness_h):
+        super().__init__(data, n_components, sparseness_w, sparseness_h)
+        #: The last projection of H's rows' shape per row: where the next starts
+        #: (it changes the number of passes, not the answer; none after a resume).
+        self.h_shape = None
 
     def initialize(self, W, H):
         """The in-memory start (on the client, the same bits), then H split into chunks."""
@@ -112,7 +111,7 @@ class DaskHoyerSteps(HoyerSteps):
         trip that writes the projected chunks and reduces their energy terms.
         """
         WtW = self._w_gram(W)
-        WtV, dH, (cross, quad), first = h_step_start(self.data, W, H, WtW, mu)
+        WtV, dH, (cross, quad), first = h_step_start(self.data, W, H, WtW, mu, self.h_shape)
         before = 0.5 * (self.vv - 2.0 * cross + inner(WtW, quad))
         l2 = np.ones(H.shape[0])
         l1 = self.proj_h.l1_unit * l2
@@ -126,11 +125,12 @@ class DaskHoyerSteps(HoyerSteps):
 
         while True:
             inputs = [(h, d, mu) for h, d in zip(H.parts, dH, strict=True)]
-            projected, terms = project_chunked_rows(
-                inputs, H, l1, l2, form=_trial, first=first, extra=energy_terms
+            projected, terms, shape = project_chunked_rows(
+                inputs, H, l1, l2, form=trial, first=first, extra=energy_terms, prior=self.h_shape
             )
             first = None
             if projected is not None:
+                self.h_shape = shape
                 after = 0.5 * (self.vv - 2.0 * float(terms[0][0]) + inner(WtW, terms[1]))
                 if after <= before:
                     return projected, mu * MU_GROWTH, after, terms[1]
@@ -139,19 +139,20 @@ class DaskHoyerSteps(HoyerSteps):
                 return None, mu, before, None
 
 
-def _h_start_chunk(v, h, W, WtW, scale, mu, offset):
+def _h_start_chunk(v, h, W, WtW, scale, mu, offset, prior):
     a = wtv_chunk(v, W, scale)
     d = WtW @ h - a
     terms = inner_and_gram_chunk(a, h)
-    return a, d, terms, chunk_stats(_trial(h, d, mu), offset, None)
+    return a, d, terms, chunk_stats(trial(h, d, mu), offset, None, prior)
 
 
-def h_step_start(data, W, H, WtW, mu):
+def h_step_start(data, W, H, WtW, mu, prior=None):
     """Per chunk W^T V_c and dH_c = W^T W H_c - W^T V_c (kept where they are made),
-    and, reduced, (<W^T V, H>, H H^T) and the first trial's first-pass statistics."""
+    and, reduced, (<W^T V, H>, H H^T) and the first trial's first-pass statistics
+    (with those of ``prior``'s supports: :func:`project_chunked_rows`)."""
     Wd, WtWd = as_delayed(W, "W"), as_delayed(WtW, "WtW")
     made = [
-        task(_h_start_chunk, v, h, Wd, WtWd, data.scale, mu, off)
+        task(_h_start_chunk, v, h, Wd, WtWd, data.scale, mu, off, prior)
         for v, h, off in zip(data.parts, H.parts, H.offsets, strict=True)
     ]
     terms = reduce_tree([task(getitem, m, 2) for m in made])
