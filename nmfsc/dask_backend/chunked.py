@@ -176,7 +176,12 @@ class ChunkedRows:
         return np.concatenate([[0], np.cumsum(self.widths)[:-1]]).astype(np.int64)
 
     def map(self, func, *args):
-        """``func(chunk, *args)`` on every chunk, persisted (args are shared)."""
+        """``func(chunk, *args)`` on every chunk, persisted (args are shared); in
+        this process, without a graph, when the chunks are held here."""
+        local = local_values(self.parts)
+        if local is not None:
+            made = map_local(func, [(part, *args) for part in local])
+            return ChunkedRows([held(x) for x in made], self.widths, self.dtype, self.shape[0])
         return ChunkedRows.persisted([task(func, part, *args) for part in self.parts], self)
 
     def to_dask_array(self):

@@ -28,6 +28,7 @@ from nmfsc.dask_backend.chunked import (
     add_all,
     as_delayed,
     compute,
+    held,
     inner_and_gram_chunk,
     local_values,
     map_reduce_local,
@@ -56,7 +57,11 @@ def multiplicative_h(data, W, H, WtW):
         task(multiplicative_h_chunk, v, h, Wd, WtW, data.scale, EPS)
         for v, h in zip(data.parts, H.parts, strict=True)
     ]
-    *made, row_ss = persist(*made, reduce_tree([task(getitem, m, 1) for m in made]))
+    row_ss = reduce_tree([task(getitem, m, 1) for m in made])
+    if local_values(H.parts) is not None:  # a local scheduler: one call, kept here
+        *made, row_ss = compute(*made, row_ss)
+        return ChunkedRows([held(m[0]) for m in made], H.widths, H.dtype, H.shape[0]), row_ss
+    *made, row_ss = persist(*made, row_ss)
     H_new = ChunkedRows(
         persist(*[task(getitem, m, 0) for m in made]), H.widths, H.dtype, H.shape[0]
     )
@@ -157,10 +162,14 @@ def h_step_start(data, W, H, WtW, mu, prior=None):
     ]
     terms = reduce_tree([task(getitem, m, 2) for m in made])
     stats = reduce_tree([task(getitem, m, 3) for m in made], merge_stats)
-    *made, terms, stats = persist(*made, terms, stats)
-    kept = persist(*[task(getitem, m, i) for i in (0, 1) for m in made])
-    WtV, dH = list(kept[: len(made)]), list(kept[len(made) :])
-    terms, stats = compute(terms, stats)
+    if local_values(H.parts) is not None:  # a local scheduler: one call, kept here
+        *made, terms, stats = compute(*made, terms, stats)
+        WtV, dH = [held(m[0]) for m in made], [held(m[1]) for m in made]
+    else:
+        *made, terms, stats = persist(*made, terms, stats)
+        kept = persist(*[task(getitem, m, i) for i in (0, 1) for m in made])
+        WtV, dH = list(kept[: len(made)]), list(kept[len(made) :])
+        terms, stats = compute(terms, stats)
     cross, quad = terms
     return WtV, dH, (float(cross[0]), quad), stats
 
