@@ -135,9 +135,9 @@ class DaskHoyerSteps(HoyerSteps):
             )
             first = None
             if projected is not None:
-                self.h_shape = shape
                 after = 0.5 * (self.vv - 2.0 * float(terms[0][0]) + inner(WtW, terms[1]))
                 if after <= before:
+                    self.h_shape = shape  # an accepted trial: like the next iteration's
                     return projected, mu * MU_GROWTH, after, terms[1]
             mu /= 2.0
             if not MU_MIN <= mu < np.inf:  # also ends the loop for a NaN or infinite mu
