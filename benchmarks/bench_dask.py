@@ -135,6 +135,7 @@ def write_stack(folder, N, T, M, width):
         da.from_delayed(dask.delayed(block)(i), shape=(N, width), dtype=np.float32)
         for i in range(T // width)
     ]
+    folder.parent.mkdir(parents=True, exist_ok=True)  # to_npy_stack makes only the last
     with dask.config.set(scheduler="threads", num_workers=2):
         da.to_npy_stack(folder, da.concatenate(parts, axis=1), axis=1)
 
