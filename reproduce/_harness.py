@@ -115,7 +115,22 @@ def _hash_files(paths) -> str:
     return digest.hexdigest()[:16]
 
 
-_NOT_IN_CODE_VERSION = {"plotting.py", "scores.py", "estimator.py", "__main__.py"}
+#: Modules that only draw, score or wrap results, or run on Dask arrays (which
+#: reproduce never passes): left out of the code version.
+_NOT_IN_CODE_VERSION = {"plotting.py", "scores.py", "estimator.py", "__main__.py", "rowstats.py"}
+_PACKAGES_NOT_IN_CODE_VERSION = {"comparison", "dask_backend"}
+
+
+def code_files() -> list[Path]:
+    """The source files whose bytes make :func:`code_version`."""
+    package = Path(nmfsc.__file__).resolve().parent
+    files = [
+        p
+        for p in package.rglob("*.py")
+        if p.name not in _NOT_IN_CODE_VERSION
+        and not _PACKAGES_NOT_IN_CODE_VERSION.intersection(p.relative_to(package).parts)
+    ]
+    return [*files, Path(__file__).resolve()]
 
 
 @functools.cache
@@ -123,17 +138,11 @@ def code_version() -> str:
     """Hash of the source that decides a run's W and H: a change recomputes.
 
     Modules that only draw, score or wrap results (plotting, scores, the
-    estimator, the comparison subpackage) are left out, so changing them
-    reuses the cached factorisations.
+    estimator, the comparison subpackage) and the Dask backend with its
+    kernels (:mod:`nmfsc._kernels.rowstats`) are left out, so changing them
+    reuses the cached factorisations and keeps the figures' version.
     """
-    package = Path(nmfsc.__file__).resolve().parent
-    files = [
-        p
-        for p in package.rglob("*.py")
-        if p.name not in _NOT_IN_CODE_VERSION and "comparison" not in p.relative_to(package).parts
-    ]
-    files.append(Path(__file__).resolve())
-    return f"{nmfsc.__version__}+{_hash_files(files)}"
+    return f"{nmfsc.__version__}+{_hash_files(code_files())}"
 
 
 @functools.cache
