@@ -106,6 +106,28 @@ def test_local_scheduler_projects_in_process(client, scheduler, monkeypatch):
     assert calls and set(calls) == {3}  # every write in process, one call per 3 chunks
 
 
+@pytest.mark.parametrize("scheduler, limited", [("threads", True), ("synchronous", False)])
+def test_blas_threads_are_shared_with_the_threaded_schedulers_tasks(scheduler, limited):
+    """Under the threaded scheduler (2 threads, 4 chunks) each task's BLAS gets
+    2 // 2 = 1 thread for the run, and the setting comes back after it; the
+    synchronous scheduler (one task at a time) keeps BLAS as it is."""
+    import dask
+
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from nmfsc.dask_backend.run import blas_threads_shared
+
+    def blas_threads():
+        info = threadpoolctl.threadpool_info()
+        return [i["num_threads"] for i in info if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    V = da.ones((4, 40), chunks=(4, 10))
+    with dask.config.set(scheduler=scheduler, num_workers=2), blas_threads_shared(V):
+        inside = blas_threads()
+    assert blas_threads() == before
+    assert inside == ([1] * len(before) if limited else before)
+
+
 def test_sparse_nmf_fits_a_dask_array(client):
     """SparseNMF.fit_transform on a Dask X (samples x features, chunked along the
     samples) runs nmf_sc on X.T chunk-wise: the same fit as on the NumPy X."""
