@@ -39,7 +39,7 @@ def _vector(kind, n, rng):
 
 def _taken(x, l1, l2, nonneg):
     """Whether the bracket path itself answers (no fallback)."""
-    return bracket.bracket_shape_into(x, nonneg, l1 / l2, l1, l2, np.empty(x.size)) >= 0
+    return bracket.bracket_shape_into(x, nonneg, l1 / l2, l1, l2, np.empty(x.size), 0) >= 0
 
 
 @pytest.mark.parametrize("n", [4096, 5000, 30011])

@@ -757,11 +757,22 @@ def project_vector(x, l1, l2, nonneg, method, out, max_filter_passes):
     (status, passes). Input that already meets the targets (to 1e-13 relative)
     is copied unchanged.
     """
+    return project_vector_guided(x, l1, l2, nonneg, method, out, max_filter_passes, 0)
+
+
+@njit(cache=True)
+def project_vector_guided(x, l1, l2, nonneg, method, out, max_filter_passes, guide):
+    """:func:`project_vector` told the support size to expect (``guide``; 0:
+    none). The fast method's bracketing path (n >= ``BRACKET_MIN_N``) then
+    centres its band there instead of on its sample's estimate, which a
+    heavy-tailed vector can throw far off (``bracket._sample_band``). The
+    guide moves only the band: the result is the same projection, with last
+    bits that may differ from the unguided call's."""
     n = x.shape[0]
     if method == METHOD_FAST and n >= BRACKET_MIN_N:
         rho = l1 / l2
         if rho > 1.0 and rho * rho < n:
-            passes = bracket_shape_into(x, nonneg, rho, l1, l2, out)
+            passes = bracket_shape_into(x, nonneg, rho, l1, l2, out, guide)
             if passes >= 0:
                 if not nonneg:
                     for i in range(n):
@@ -806,6 +817,20 @@ def _project_rows_body(X, l1, l2, nonneg, method, out, status, passes, max_filte
 # numba's cache is keyed on the Python function, which both builds share.
 project_rows = njit(cache=True)(_project_rows_body)
 project_rows_parallel = njit(parallel=True)(_project_rows_body)
+
+
+@njit(cache=True)
+def project_rows_guided(X, l1, l2, nonneg, method, out, status, passes, max_filter_passes, guide):
+    """:func:`project_rows` with a support size to expect for each row
+    (``guide[r]``, 0: none; see :func:`project_vector_guided`), serial. The
+    solvers pass the support sizes of the factor they step from, whose
+    projection the trial's is close to."""
+    for r in range(X.shape[0]):
+        st, p = project_vector_guided(
+            X[r], l1[r], l2[r], nonneg, method, out[r], max_filter_passes, guide[r]
+        )
+        status[r] = st
+        passes[r] = p
 
 
 @njit(cache=True)

@@ -13,6 +13,7 @@ from nmfsc.solvers._loop import Steps
 __all__ = [
     "EXACT_BELOW",
     "ColumnGram",
+    "RowGram",
     "SquaredErrorSteps",
     "exact_objective",
     "expanded_objective",
@@ -92,6 +93,31 @@ def multiplicative_w_update(data, W, H, HHt, eps):
         _k.multiplicative_update_into(block, VHt, out, eps, out, unused)
         cross += inner(VHt, out)
     return W_new, cross
+
+
+class RowGram:
+    """``X X^T`` of the array a step has just accepted, handed to the next
+    step that asks for the same array object.
+
+    nmf_sc's projected H step computes H' H'^T of every trial for its
+    objective; the next H step needs H H^T of that same H for the objective
+    before its step. ``keep`` stores it; a miss (the first step, a resumed run
+    whose H is a loaded copy) computes ``X @ X.T``, the product ``keep`` was
+    given, so the bits are the same either way.
+    """
+
+    def __init__(self):
+        self._last = None
+
+    def keep(self, X, gram):
+        self._last = (X, gram)
+
+    def __call__(self, X):
+        if self._last is not None and self._last[0] is X:
+            return self._last[1]
+        gram = X @ X.T
+        self._last = (X, gram)
+        return gram
 
 
 class SquaredErrorSteps(Steps):

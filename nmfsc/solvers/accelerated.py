@@ -69,7 +69,7 @@ from __future__ import annotations
 import numpy as np
 
 from nmfsc.solvers._objective import expanded_objective
-from nmfsc.solvers.hoyer import MU_GROWTH, MU_MIN, HoyerSteps
+from nmfsc.solvers.hoyer import MU_GROWTH, MU_MIN, HoyerSteps, support_sizes
 
 __all__ = ["AcceleratedSteps"]
 
@@ -160,8 +160,9 @@ class AcceleratedSteps(HoyerSteps):
             return X, f(X), mu
         f_x, t, Y, X_prev = f(X), 1.0, X, X
         first = None
+        guide = support_sizes(X, axis=1)
         for _ in range(steps):
-            Z = self.project(Y - (mu / lipschitz) * (G @ Y - A), projector, own_norm)
+            Z = self.project(Y - (mu / lipschitz) * (G @ Y - A), projector, own_norm, guide)
             f_z = f(Z) if Z is not None else np.inf
             if not f_z <= f_x:
                 if Y is not X:  # restart: drop the extrapolation
@@ -184,16 +185,17 @@ class AcceleratedSteps(HoyerSteps):
         return X, f_x, mu
 
     @staticmethod
-    def project(X, projector, own_norm):
+    def project(X, projector, own_norm, guide=None):
         """Hoyer's projection of X's rows, at unit L2 norm or (``own_norm``) at
-        each row's own norm; a new array, or None if a row cannot be projected."""
+        each row's own norm (``guide``: as ``_Projector.rows``); a new array, or
+        None if a row cannot be projected."""
         X = np.ascontiguousarray(X)
         norms = None
         if own_norm:
             norms = np.sqrt(np.einsum("ij,ij->i", X, X)).astype(np.float64)
             if not (np.all(norms > 0) and np.all(np.isfinite(norms))):
                 return None
-        projected = projector.rows(X, norms)
+        projected = projector.rows(X, norms, guide)
         return None if projected is None else projected.copy()
 
 

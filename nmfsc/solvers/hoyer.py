@@ -59,6 +59,7 @@ from nmfsc.solvers._docs import EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import solve
 from nmfsc.solvers._objective import (
     ColumnGram,
+    RowGram,
     SquaredErrorSteps,
     expanded_objective,
     multiplicative_w_update,
@@ -71,7 +72,7 @@ from nmfsc.sparseness import l1_for_sparseness
 if TYPE_CHECKING:  # typing.Unpack is Python >= 3.11; only the type checker needs it
     from typing_extensions import Unpack
 
-__all__ = ["HoyerSteps", "SOLVERS", "nmf_sc"]
+__all__ = ["HoyerSteps", "SOLVERS", "nmf_sc", "support_sizes"]
 
 MU_MIN = 1e-200
 MU_GROWTH = 1.2
@@ -90,21 +91,27 @@ class _Projector:
         self.ones = np.ones(count)
         self.max_passes = _proj.max_filter_passes(n)
 
-    def rows(self, X, l2=None):
+    def rows(self, X, l2=None, guide=None):
         """Project the rows of contiguous X onto L2 = l2 (default 1), L1 = l1_unit * l2.
 
-        Returns the projected rows (a buffer: copy before the next call), or
-        None if some row is not finite. The kernel computes in float64 per
-        row; with float32 rows it writes float32 results (the targets then
-        hold to float32's precision).
+        ``guide``: the support size to expect in each row (int64), e.g. that
+        of the projected factor the trial steps from (:func:`support_sizes`);
+        it speeds up long rows whose values are heavy-tailed and moves only the
+        last bits (``projection.project_vector_guided``). Returns the
+        projected rows (a buffer: copy before the next call), or None if some
+        row is not finite. The kernel computes in float64 per row; with
+        float32 rows it writes float32 results (the targets then hold to
+        float32's precision).
         """
         l2 = self.ones if l2 is None else l2
         l1 = self.l1_unit * l2
         if self.out is None:
             self.out = np.empty(self.shape, dtype=self.dtype)
-        _proj.project_rows(
-            X, l1, l2, True, _proj.METHOD_FAST, self.out, self.status, self.passes, self.max_passes
-        )
+        args = (X, l1, l2, True, _proj.METHOD_FAST, self.out, self.status, self.passes)
+        if guide is None:
+            _proj.project_rows(*args, self.max_passes)
+        else:
+            _proj.project_rows_guided(*args, self.max_passes, guide)
         if np.any(self.status != _proj.STATUS_OK):
             return None
         return self.out
@@ -115,6 +122,15 @@ class _Projector:
         no spare count x n buffer is held between calls."""
         out, self.out = self.out, None
         return out
+
+
+def support_sizes(X, axis):
+    """The non-zero entries of each row (``axis=1``) or column (``axis=0``) of
+    a projected factor, as int64: the guide for the projection of a trial
+    stepped from it (:meth:`_Projector.rows`). Computed from the factor
+    itself, so a resumed run guides its projections exactly as the
+    uninterrupted run did."""
+    return np.count_nonzero(X, axis=axis).astype(np.int64)
 
 
 class HoyerSteps(SquaredErrorSteps):
@@ -135,6 +151,7 @@ class HoyerSteps(SquaredErrorSteps):
         if sparseness_w is not None:
             self.proj_w = _Projector(M, N, l1_for_sparseness(sparseness_w, N), data.dtype)
         self._w_gram = ColumnGram()  # W^T W, computed once per W array
+        self._h_gram = RowGram()  # H H^T of the H the last H step accepted
 
     # --- start ------------------------------------------------------------
     def initialize(self, W, H):
@@ -219,18 +236,21 @@ class HoyerSteps(SquaredErrorSteps):
         def energy(X, quad=None):
             return expanded_objective(self.vv, WtV, X, WtW, columns=False, quad=quad)
 
-        before = energy(H)
+        before = energy(H, self._h_gram(H))
         dH = WtW @ H - WtV
+        guide = support_sizes(H, axis=1)
         trial = np.empty_like(H)
         while True:
             np.multiply(dH, mu, out=trial)
             np.subtract(H, trial, out=trial)
-            projected = self.proj_h.rows(trial)
+            projected = self.proj_h.rows(trial, guide=guide)
             if projected is not None:
                 quad = projected @ projected.T
                 after = energy(projected, quad)
                 if after <= before:
-                    return self.proj_h.take(), mu * MU_GROWTH, after, quad
+                    H_new = self.proj_h.take()
+                    self._h_gram.keep(H_new, quad)
+                    return H_new, mu * MU_GROWTH, after, quad
             mu /= 2.0
             if not MU_MIN <= mu < np.inf:  # also ends the loop for a NaN or infinite mu
                 return None, mu, before, None
@@ -244,6 +264,7 @@ class HoyerSteps(SquaredErrorSteps):
 
         before = energy(W, self._w_gram(W))
         dW = W @ HHt - VHt
+        guide = support_sizes(W, axis=0)
         trial = np.empty_like(W)
         while True:
             np.multiply(dW, mu, out=trial)
@@ -251,7 +272,7 @@ class HoyerSteps(SquaredErrorSteps):
             columns = np.ascontiguousarray(trial.T)
             norms = np.sqrt(np.einsum("ij,ij->i", columns, columns)).astype(np.float64)
             if np.all(norms > 0) and np.all(np.isfinite(norms)):
-                projected = self.proj_w.rows(columns, norms)
+                projected = self.proj_w.rows(columns, norms, guide)
                 if projected is not None:
                     W_new = np.ascontiguousarray(projected.T)
                     after = energy(W_new, self._w_gram(W_new))
