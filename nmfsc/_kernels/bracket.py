@@ -44,6 +44,8 @@ import math
 import numpy as np
 from numba import njit
 
+from nmfsc._kernels.radix import sort_descending
+
 # As projection._R2_FLAT: 1 - rho^2 / k at or below this is the flat case.
 r2_flat = 1e-15
 
@@ -79,7 +81,7 @@ def _sample_band(x, nonneg, rho, n, widen, guide):
     """(ok, scale, lo, hi, c, sce) from the sorted strided sample, in y = scale * x.
 
     The band is centred on the sample's own support size k_s (the sample
-    projected with rho_s = rho * sqrt(m / n)), or, for a ``guide`` in (0, n),
+    projected with rho_s = rho * sqrt(m / n)), or, for a ``guide`` in (0, n],
     on the sample rank guide * m / n: where the caller knows the support size
     to expect (a solver's previous projection of the same row), the sample
     only has to place that rank, which its order statistics do to a binomial
@@ -97,7 +99,7 @@ def _sample_band(x, nonneg, rho, n, widen, guide):
     if not math.isfinite(maxabs) or maxabs == 0.0:
         return False, 1.0, 0.0, 0.0, 0.0, 1.0
     scale = power_of_two_scale(maxabs)
-    z = np.sort(z * scale)[::-1]
+    z = sort_descending(z * scale)
     top = z[0]
     spread = top - z[m - 1]
     if spread <= 0.0:
@@ -112,7 +114,7 @@ def _sample_band(x, nonneg, rho, n, widen, guide):
         p2[i + 1] = p2[i] + d * d
     rho_s = rho * math.sqrt(m / n)
     k = m
-    guided = 0 < guide < n
+    guided = 0 < guide <= n
     if guided:
         k = min(max(int(guide * m / n + 0.5), 1), m)
     for _ in range(0 if guided else 64):
@@ -217,6 +219,34 @@ def _band_pass(x, nonneg, scale, lo, hi, c, sce, buf, lanes):
 
 
 @njit(cache=True)
+def _band_moments(buf, kb, c, sce):
+    """(sum e, sum e^2) over buf[:kb], e = (v - c) * sce, in four interleaved
+    accumulators (a fixed order: one dependent chain of additions would cost
+    its latency, 4 cycles, per entry)."""
+    a0 = a1 = a2 = a3 = 0.0
+    b0 = b1 = b2 = b3 = 0.0
+    head = kb - kb % 4
+    for i in range(0, head, 4):
+        e0 = (buf[i] - c) * sce
+        e1 = (buf[i + 1] - c) * sce
+        e2 = (buf[i + 2] - c) * sce
+        e3 = (buf[i + 3] - c) * sce
+        a0 += e0
+        a1 += e1
+        a2 += e2
+        a3 += e3
+        b0 += e0 * e0
+        b1 += e1 * e1
+        b2 += e2 * e2
+        b3 += e3 * e3
+    for i in range(head, kb):
+        e0 = (buf[i] - c) * sce
+        a0 += e0
+        b0 += e0 * e0
+    return (a0 + a1) + (a2 + a3), (b0 + b1) + (b2 + b3)
+
+
+@njit(cache=True)
 def _solve_band(buf, kb, ks, s1, s2, rho, c, sce):
     """The paper's passes on the band buf[:kb] (compacted in place) plus the sure
     part (ks entries, moments s1, s2): (ok, passes, m, t, dbar, c)."""
@@ -224,16 +254,10 @@ def _solve_band(buf, kb, ks, s1, s2, rho, c, sce):
     while True:
         if ks == 0 and kb > 0:
             # No sure part: centre at the band's own mean (exact two-pass moments).
-            tot = 0.0
-            for i in range(kb):
-                tot += buf[i]
-            c = tot / kb
-        a = s1
-        b = s2
-        for i in range(kb):
-            e = (buf[i] - c) * sce
-            a += e
-            b += e * e
+            c = c + _band_moments(buf, kb, c, 1.0)[0] / kb
+        a, b = _band_moments(buf, kb, c, sce)
+        a += s1
+        b += s2
         k = ks + kb
         if k <= 1:
             return False, passes, 0.0, 0.0, 0.0, c
