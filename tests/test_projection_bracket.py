@@ -202,3 +202,15 @@ def test_any_guide_gives_the_projection(guide):
     out = np.empty(5000)
     kernels.project_vector_guided(x, l1, 1.0, True, kernels.METHOD_FAST, out, 100, guide)
     np.testing.assert_allclose(out, project(x, l1, 1.0, method="hoyer"), rtol=0, atol=ATOL)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_support_counts_are_count_nonzero(dtype):
+    rng = np.random.default_rng(7)
+    X = rng.random((9, 301)).astype(dtype)
+    X[X < 0.6] = 0
+    X[0] = 0
+    X[1, 5] = -0.0
+    X[2, 7] = np.float32(1e-45) if dtype == np.float32 else 5e-324
+    np.testing.assert_array_equal(bracket.row_supports(X), np.count_nonzero(X, axis=1))
+    np.testing.assert_array_equal(bracket.column_supports(X), np.count_nonzero(X, axis=0))

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
+from nmfsc._kernels import bracket as _bracket
 from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import updates as _k
 from nmfsc._validation import check_optional_sparseness
@@ -130,7 +131,8 @@ def support_sizes(X, axis):
     stepped from it (:meth:`_Projector.rows`). Computed from the factor
     itself, so a resumed run guides its projections exactly as the
     uninterrupted run did."""
-    return np.count_nonzero(X, axis=axis).astype(np.int64)
+    X = np.ascontiguousarray(X)
+    return _bracket.row_supports(X) if axis == 1 else _bracket.column_supports(X)
 
 
 class HoyerSteps(SquaredErrorSteps):
