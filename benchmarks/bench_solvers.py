@@ -45,6 +45,12 @@ too, but it updates W before H (SPEC: H, then W), rescales nothing and adds no
 (about 1e-3 relative after 30 iterations; shown for information, and the
 printed line names only the rescaling); "cd" is a different algorithm.
 
+The projection of one trial of H. After the tables, the rows of one line-search
+trial of H on the natural shape (H - mu dH after 40 iterations) are projected
+by the kernel as ``project_batch`` calls it (unguided) and as nmf_sc calls it
+(guided by the support sizes of H), against one ``np.sum`` per row: where
+natural's extra time per iteration goes (issue 14, points 2 and 3).
+
 Targets (issue 6): nmf_sc at least 5x faster per iteration than its
 transcription; nmf_euclidean no slower per iteration than scikit-learn's "mu";
 nmf_sc within 2x of scikit-learn's "mu". Issue 14: nmf_sc at most 1.2x
@@ -233,6 +239,64 @@ def bench_shape(shape, M, params, iters, repeats):
     return rows
 
 
+def bench_trial_projection(repeats, calls=20):
+    """The projection of one trial of H on the natural shape (issue 14, point 3):
+    the rows H - mu dH after 40 iterations of nmf_sc (s_H = 0.85) on the
+    benchmark's data, projected by the kernel unguided (project_batch's path)
+    and guided by H's support sizes (nmf_sc's path), against one np.sum per
+    row. Interleaved, best of ``repeats`` rounds of ``calls`` calls each."""
+    from nmfsc._kernels import bracket, projection
+    from nmfsc.sparseness import l1_for_sparseness
+
+    shape, M, params = SHAPES[2][1:]
+    V = np.abs(np.random.default_rng(0).standard_normal(shape)) + 1e-4
+    V /= V.max()
+    res = nmfsc.nmf_sc(V, M, **params, **_opts(40))
+    W, H = res.W, res.H
+    X = np.ascontiguousarray(H - res.step_sizes[1] * ((W.T @ W) @ H - W.T @ V))
+    guide = bracket.row_supports(H)
+    T = shape[1]
+    rho = l1_for_sparseness(params["sparseness_h"], T)
+    l1, l2 = np.full(M, rho), np.ones(M)
+    out = np.empty_like(X)
+    status, passes = np.zeros(M, np.int64), np.zeros(M, np.int64)
+    max_passes = projection.max_filter_passes(T)
+    common = (X, l1, l2, True, projection.METHOD_FAST, out, status, passes, max_passes)
+    runners = {
+        "unguided": lambda: projection.project_rows(*common),
+        "guided": lambda: projection.project_rows_guided(*common, guide),
+        "np.sum": lambda: [np.sum(row) for row in X],
+    }
+    best = dict.fromkeys(runners, np.inf)
+    for _ in range(repeats):
+        for key, run in runners.items():
+            run()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                run()
+            best[key] = min(best[key], (time.perf_counter() - t0) / calls)
+    scratch = np.empty(T)
+    taken = {
+        "unguided": sum(
+            bracket.bracket_shape_into(x, True, rho, rho, 1.0, scratch, 0) >= 0 for x in X
+        ),
+        "guided": sum(
+            bracket.bracket_shape_into(x, True, rho, rho, 1.0, scratch, g) >= 0
+            for x, g in zip(X, guide, strict=True)
+        ),
+    }
+    print(f"### The projection of one trial of H: {M} rows of {T} (natural shape, s_H = 0.85)\n")
+    print("| kernel | time | / 72 np.sum | rows the bracket answers |")
+    print("|---|---:|---:|---:|")
+    for key, title in [
+        ("unguided", "unguided (project_batch's path)"),
+        ("guided", "guided by H's support sizes (nmf_sc's path)"),
+    ]:
+        ratio = best[key] / best["np.sum"]
+        print(f"| {title} | {fmt_time(best[key])} | {ratio:.1f} | {taken[key]} / {M} |")
+    print(f"| {M} np.sum, one per row | {fmt_time(best['np.sum'])} | 1.0 | |\n")
+
+
 def _rel(a, b):
     return abs(a - b) / abs(b)
 
@@ -341,6 +405,7 @@ def main(argv=None):
         for name, shape, M, params in SHAPES:
             rows = bench_shape(shape, M, params, iters, repeats)
             passed &= report(name, shape, M, params, iters, repeats, rows)
+        bench_trial_projection(repeats)
     wall = time.perf_counter() - wall
     print(
         f"Machine: {machine()}, scikit-learn {sklearn.__version__}, {blas()}. "
