@@ -105,3 +105,16 @@ def test_huge_entries_are_flagged_like_non_finite_ones():
     out = np.zeros((2, 2 * rowstats.WIDTH))
     rowstats.all_and_positive_stats(y, 0, out)
     np.testing.assert_array_equal(out[:, rowstats.BAD], [0, 1])
+
+
+@pytest.mark.parametrize("empty_first", [True, False])
+def test_an_empty_chunk_does_not_take_the_argmax(empty_first):
+    # A row whose entries are all negative, beside a zero-width chunk: the
+    # merged largest entry is the row's own (an empty chunk's used to be 0 at
+    # index 0, which rho = 1 would have written to).
+    from nmfsc.dask_backend.projection import chunk_stats, merge_stats
+
+    empty = chunk_stats(np.zeros((1, 0)), 0, None)
+    full = chunk_stats(np.array([[-3.0, -2.0, -0.5, -1.0]]), 0, None)
+    merged = merge_stats(empty, full) if empty_first else merge_stats(full, empty)
+    assert merged[0, rowstats.ARG] == 2 and merged[0, rowstats.MAX] == -0.5

@@ -173,8 +173,9 @@ def all_and_positive_stats(y, offset, out):
                 best = j
                 top = v
         out[i, BAD] = bad
-        if y.shape[1] > 0:
-            out[i, ARG] = offset + best
-            out[i, MAX] = top
+        # An empty chunk has no largest entry: -inf loses every merge (a 0
+        # would win over a row whose entries are all negative).
+        out[i, ARG] = offset + best if y.shape[1] > 0 else -1.0
+        out[i, MAX] = top
         _row_stats(y, None, 0.0, i, -math.inf, 1.0, 0.0, 0.0, out, 0)
         _row_stats(y, None, 0.0, i, 0.0, 0.0, 1.0, 0.0, out, WIDTH)

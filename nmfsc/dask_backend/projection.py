@@ -18,7 +18,7 @@ update,
 .. math:: M_2 = M_{2,a} + M_{2,b} + (\bar y_b - \bar y_a)^2 \, k_a k_b / (k_a + k_b),
 
 which keeps the centred sum as accurate as the kernel's. The client receives
-M x 8 numbers per pass, decides every row's next support (or that it is
+M x 9 numbers per pass, decides every row's next support (or that it is
 done), and sends 4 M numbers back; a row is never gathered. The special cases
 are the kernel's: a non-finite row (the projection fails: None), a row that
 already meets its targets to 1e-13 (kept), rho = 1 (l2 at the row's largest
@@ -130,7 +130,7 @@ def _pass_stats(form, args, offset, params, prior):
 
 def merge_stats(*parts):
     """Merge per-chunk statistics in chunk order (Chan et al.; argmax: earliest),
-    each block of 8 columns on its own."""
+    each block of ``_WIDTH`` columns on its own."""
     acc = parts[0].copy()
     for b in parts[1:]:
         for c in range(0, acc.shape[1], _WIDTH):
@@ -217,7 +217,9 @@ def _supports(stats, rho, rows, reduce, prior_rows):
     support these are the paper's passes from a superset, which end; a
     support that grows ``WARM_ROUNDS`` times, or a flat or tied one, sends
     the row to the paper's passes from all entries, ``y >= lo``). The answer
-    does not depend on the start: the shape is computed from the final
+    does not depend on the start, except where an entry's shape is zero to
+    rounding (a tie at the threshold: either support passes the settle test,
+    and the start decides which): the shape is computed from the final
     support's statistics, the same whichever pass found it.
     """
     M = rho.size
