@@ -88,3 +88,23 @@ def test_multiplicative_update_into_and_scale_rows_match_numpy_and_the_in_place_
     np.testing.assert_allclose(out, expected, rtol=1e-14)  # sums of squares in another order
     np.testing.assert_allclose(W, W_expected, rtol=1e-14)
     np.testing.assert_array_equal(W[:, 2], W_expected[:, 2])
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (7, 3), (130, 25), (361, 49)])
+def test_gradient_step_kernels_match_numpy(shape):
+    # The fused trial of nmf_sc's projected steps: the same bits as numpy's
+    # multiply-then-subtract in float64, and for W's columns, transposed, with
+    # the norms the projection takes (to rounding of the sum of squares).
+    rng = np.random.default_rng(sum(shape))
+    X, G = rng.random(shape), rng.standard_normal(shape)
+    mu = 0.37
+    out = np.empty(shape)
+    k.gradient_step_into(X, G, mu, out)
+    np.testing.assert_array_equal(out, X - mu * G)
+    cols, norms = np.empty(shape[::-1]), np.empty(shape[1])
+    k.gradient_step_columns_into(X, G, mu, cols, norms)
+    np.testing.assert_array_equal(cols, (X - mu * G).T)
+    np.testing.assert_allclose(norms, np.linalg.norm(X - mu * G, axis=0), rtol=1e-14)
+    cols32 = np.empty(shape[::-1], dtype=np.float32)
+    k.gradient_step_columns_into(X.astype(np.float32), G.astype(np.float32), mu, cols32, norms)
+    np.testing.assert_allclose(cols32, (X - mu * G).T, rtol=1e-5, atol=1e-6)

@@ -67,6 +67,50 @@ def scale_rows_to_unit_l2(H, W, row_ss):
                 W[i, j] *= norm
 
 
+@njit(cache=True)
+def gradient_step_into(X, G, mu, out):
+    """``out = X - mu * G`` in one pass: the trial of a projected gradient step
+    before its projection. For float64 these are the same two roundings, mu *
+    G then the difference, as numpy's ``np.multiply`` then ``np.subtract``,
+    without the intermediate array; float32 entries are computed in float64
+    and rounded once."""
+    rows, cols = X.shape
+    for i in range(rows):
+        for j in range(cols):
+            out[i, j] = X[i, j] - mu * G[i, j]
+
+
+@njit(cache=True)
+def gradient_step_columns_into(X, G, mu, out, norms):
+    """``out = (X - mu * G)^T`` (X, G: N x M; out: M x N, one trial column of
+    W per row, the layout the projection reads) and ``norms[k] = ||out[k]||_2``,
+    the L2 norm each column is projected at. Blocks of 64 rows of X are
+    transposed at a time; the sums of squares use four accumulators in a
+    fixed order."""
+    N, M = X.shape
+    block = 64
+    for i0 in range(0, N, block):
+        i1 = min(N, i0 + block)
+        for k in range(M):
+            for i in range(i0, i1):
+                out[k, i] = X[i, k] - mu * G[i, k]
+    for k in range(M):
+        row = out[k]
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        head = N - N % 4
+        for i in range(0, head, 4):
+            s0 += float(row[i]) * float(row[i])
+            s1 += float(row[i + 1]) * float(row[i + 1])
+            s2 += float(row[i + 2]) * float(row[i + 2])
+            s3 += float(row[i + 3]) * float(row[i + 3])
+        for i in range(head, N):
+            s0 += float(row[i]) * float(row[i])
+        norms[k] = math.sqrt((s0 + s1) + (s2 + s3))
+
+
 @njit(cache=True, error_model="numpy")
 def outer_sum_update(X, num, r, c):
     """``X[i, j] *= num[i, j] / (r[i] + c[j])``.

@@ -31,15 +31,29 @@ class ColumnGram:
     step does when W is fixed), and nmf_euclidean's next H step needs the W^T W
     its objective took. A miss computes the same product, so a resumed run,
     whose W is a loaded copy, gets the same bits. Only the last array is kept.
+
+    ``from_columns=True`` computes the product as ``C @ C.T`` with
+    ``C = X.T`` copied to rows, the layout in which nmf_sc's projected W step
+    has the columns of its trials, so that a product handed over by
+    :meth:`keep` and one computed on a miss (a resumed run) have the same bits.
     """
 
-    def __init__(self):
+    def __init__(self, from_columns=False):
         self._last = None
+        self._from_columns = from_columns
+
+    def keep(self, X, gram):
+        """Take ``gram``, computed by the caller as this object would, as X^T X."""
+        self._last = (X, gram)
 
     def __call__(self, X):
         if self._last is not None and self._last[0] is X:
             return self._last[1]
-        gram = X.T @ X
+        if self._from_columns:
+            columns = np.ascontiguousarray(X.T)
+            gram = columns @ columns.T
+        else:
+            gram = X.T @ X
         self._last = (X, gram)
         return gram
 

@@ -139,7 +139,7 @@ class HoyerSteps(SquaredErrorSteps):
     """One iteration of nmf_sc: the H step, then the W step (module docstring)."""
 
     name = "nmf_sc"
-    state_scalars = ("mu_W", "mu_H")
+    state_scalars: tuple[str, ...] = ("mu_W", "mu_H")
 
     def __init__(self, data, n_components, sparseness_w, sparseness_h):
         super().__init__(data, n_components)
@@ -152,7 +152,9 @@ class HoyerSteps(SquaredErrorSteps):
             self.proj_h = _Projector(M, T, l1_for_sparseness(sparseness_h, T), data.dtype)
         if sparseness_w is not None:
             self.proj_w = _Projector(M, N, l1_for_sparseness(sparseness_w, N), data.dtype)
-        self._w_gram = ColumnGram()  # W^T W, computed once per W array
+        # W^T W, computed once per W array (as the trials' columns C C^T when W
+        # is projected, so that the kept product and a recomputed one agree).
+        self._w_gram = ColumnGram(from_columns=sparseness_w is not None)
         self._h_gram = RowGram()  # H H^T of the H the last H step accepted
 
     # --- start ------------------------------------------------------------
@@ -239,12 +241,12 @@ class HoyerSteps(SquaredErrorSteps):
             return expanded_objective(self.vv, WtV, X, WtW, columns=False, quad=quad)
 
         before = energy(H, self._h_gram(H))
-        dH = WtW @ H - WtV
+        dH = WtW @ H
+        dH -= WtV
         guide = support_sizes(H, axis=1)
         trial = np.empty_like(H)
         while True:
-            np.multiply(dH, mu, out=trial)
-            np.subtract(H, trial, out=trial)
+            _k.gradient_step_into(H, dH, mu, trial)
             projected = self.proj_h.rows(trial, guide=guide)
             if projected is not None:
                 quad = projected @ projected.T
@@ -258,27 +260,31 @@ class HoyerSteps(SquaredErrorSteps):
                 return None, mu, before, None
 
     def _w_projected(self, W, H, mu, HHt=None):
+        """The projected gradient W step. The trials are formed, projected and
+        evaluated as columns (rows of an M x N array, the projection's layout):
+        E(W', H) = 0.5 (||V||^2 - 2 <H V^T, W'^T> + <H H^T, C C^T>) with
+        C = W'^T, and only the accepted trial is transposed back. E before the
+        step uses <H H^T, W^T W> = <W H H^T, W>, from the product the gradient
+        needs anyway."""
         VHt = self.data.vht(H)
         HHt = H @ H.T if HHt is None else HHt
-
-        def energy(X, quad=None):
-            return expanded_objective(self.vv, VHt, X, HHt, columns=True, quad=quad)
-
-        before = energy(W, self._w_gram(W))
-        dW = W @ HHt - VHt
+        HVt = np.ascontiguousarray(VHt.T)
+        dW = W @ HHt
+        before = 0.5 * (self.vv - 2.0 * inner(VHt, W) + inner(dW, W))
+        dW -= VHt
         guide = support_sizes(W, axis=0)
-        trial = np.empty_like(W)
+        columns = np.empty((W.shape[1], W.shape[0]), dtype=W.dtype)
+        norms = np.empty(W.shape[1])
         while True:
-            np.multiply(dW, mu, out=trial)
-            np.subtract(W, trial, out=trial)
-            columns = np.ascontiguousarray(trial.T)
-            norms = np.sqrt(np.einsum("ij,ij->i", columns, columns)).astype(np.float64)
+            _k.gradient_step_columns_into(W, dW, mu, columns, norms)
             if np.all(norms > 0) and np.all(np.isfinite(norms)):
                 projected = self.proj_w.rows(columns, norms, guide)
                 if projected is not None:
-                    W_new = np.ascontiguousarray(projected.T)
-                    after = energy(W_new, self._w_gram(W_new))
+                    quad = projected @ projected.T
+                    after = expanded_objective(self.vv, HVt, projected, HHt, False, quad)
                     if after <= before:
+                        W_new = np.ascontiguousarray(self.proj_w.take().T)
+                        self._w_gram.keep(W_new, quad)
                         return W_new, mu * MU_GROWTH, after
             mu /= 2.0
             if not MU_MIN <= mu < np.inf:  # also ends the loop for a NaN or infinite mu
