@@ -10,9 +10,10 @@ import pytest
 import scipy.sparse as sp
 
 import nmfsc
-from nmfsc import ConvergenceWarning, nmf_sc
+from nmfsc import ConvergenceWarning, l1_for_sparseness, nmf_sc, project
+from nmfsc._kernels import rowblocks
 from nmfsc.solvers import accelerated
-from nmfsc.solvers.accelerated import hals
+from nmfsc.solvers.accelerated import sweep
 from nmfsc.sparseness import sparseness
 
 M = 4
@@ -81,10 +82,11 @@ def test_same_start_and_lower_than_hoyer_after_as_many_iterations(V, case):
     assert np.all(fast.objective[1:] <= hoyer.objective[1:])
 
 
-def test_step_sizes_and_constants(V):
+def test_no_step_sizes_and_constants(V):
+    # Block coordinate descent takes exact minimisers: there is no step size.
     result = run(V, sparseness_w=0.6, sparseness_h=0.5, max_iter=5)
-    assert len(result.step_sizes) == 2 and min(result.step_sizes) > 0
-    assert 0 < accelerated.INNER_DELTA < 1 and accelerated.INNER_MAX >= 1
+    assert result.step_sizes is None
+    assert 0 < accelerated.SWEEP_DELTA < 1 and accelerated.SWEEPS_MAX >= 1
 
 
 @pytest.mark.parametrize("case", ["w", "h"])
@@ -121,10 +123,10 @@ def test_float32_keeps_float32_and_the_constraints(V, case, monkeypatch):
     r32 = run(V.astype(np.float32), **params)
     assert r32.W.dtype == r32.H.dtype == np.float32
     check_constraints(r32.W, r32.H, params, 1e-5)
-    # The inner loops' accept and stop decisions compare objectives: float32
-    # rounding can change one and the two runs part. With two steps per loop
-    # the decisions agree here, and the trajectories with them.
-    monkeypatch.setattr(accelerated, "INNER_MAX", 2)
+    # The sweeps' accept and stop decisions compare values of f: float32
+    # rounding can change one and the two runs part. With one sweep per
+    # update the decisions agree here, and the trajectories with them.
+    monkeypatch.setattr(accelerated, "SWEEPS_MAX", 1)
     r32 = run(V.astype(np.float32), max_iter=5, **params)
     r64 = run(V, max_iter=5, **params)
     np.testing.assert_allclose(r32.objective, r64.objective, rtol=1e-5)
@@ -153,7 +155,7 @@ def test_hals_sweep_minimises_each_row_exactly():
     V = np.abs(rng.standard_normal((12, 8)))
     H = np.abs(rng.standard_normal((3, 8)))
     G, A = W.T @ W, W.T @ V
-    H1 = hals(H, G, A, 1)
+    H1 = sweep(H, G, A, rowblocks.RULE_NONNEG)
     assert H1 is not H and H1.min() >= 0
     # one sweep, row by row, by a bounded least-squares solve of each row
     from scipy.optimize import nnls
@@ -164,3 +166,92 @@ def test_hals_sweep_minimises_each_row_exactly():
         for j in range(8):
             expected[k, j] = nnls(W[:, [k]], residual[:, j])[0][0]
     np.testing.assert_allclose(H1, expected, rtol=1e-10, atol=1e-12)
+
+
+def _reference_sweep(X, G, A, rule, l1):
+    """One Gauss-Seidel sweep written plainly: b_k from the current rows, then
+    the row's exact minimiser by the public projection (module docstring of
+    nmfsc.solvers.accelerated); a row is kept when its value would rise."""
+    X = X.copy()
+    for k in range(X.shape[0]):
+        g = G[k, k]
+        b = A[k] - G[k] @ X + g * X[k]
+        u = project(b, l1, 1.0)
+        if rule == rowblocks.RULE_SCALED:
+            p = b @ u
+            if not p > 0:
+                continue
+            u = (p / g) * u
+        if 0.5 * g * (u @ u) - b @ u <= 0.5 * g * (X[k] @ X[k]) - b @ X[k]:
+            X[k] = u
+    return X
+
+
+@pytest.mark.parametrize("rule", [rowblocks.RULE_UNIT, rowblocks.RULE_SCALED])
+@pytest.mark.parametrize("M", [3, 8, 19])  # one block, exactly one, several and a part
+def test_sparse_sweep_is_the_row_by_row_projection(rule, M):
+    # The kernel's blocked bookkeeping (R = G X kept up to date, the block's
+    # changes combined) gives the rows a plain Gauss-Seidel sweep gives.
+    rng = np.random.default_rng(M)
+    n = 50
+    B = np.abs(rng.standard_normal((40, M)))
+    G, A = B.T @ B, B.T @ np.abs(rng.standard_normal((40, n)))
+    l1 = l1_for_sparseness(0.6, n)
+    X = np.vstack([project(np.abs(rng.standard_normal(n)), l1, 1.0) for _ in range(M)])
+    got = sweep(X, G, A, rule, l1)
+    np.testing.assert_allclose(got, _reference_sweep(X, G, A, rule, l1), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(sparseness(got, axis=1), 0.6, atol=1e-12)
+    if rule == rowblocks.RULE_UNIT:
+        np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "rule", [rowblocks.RULE_NONNEG, rowblocks.RULE_UNIT, rowblocks.RULE_SCALED]
+)
+def test_sweeps_never_raise_f_and_keep_r_equal_to_g_x(rule):
+    rng = np.random.default_rng(5)
+    M, n = 11, 300
+    B = np.abs(rng.standard_normal((60, M)))
+    G, A = B.T @ B, B.T @ np.abs(rng.standard_normal((60, n)))
+    l1 = l1_for_sparseness(0.7, n)
+    X = np.vstack([project(np.abs(rng.standard_normal(n)), l1, 1.0) for _ in range(M)])
+
+    def f(X):
+        return 0.5 * np.sum(G * (X @ X.T)) - np.sum(A * X)
+
+    R = G @ X
+    b, new, D = np.empty(n), np.empty(n), np.empty((rowblocks.BLOCK, n))
+    values = [f(X)]
+    for _ in range(6):
+        decrease, unchanged = rowblocks.sweep_rows(X, R, G, A, rule, l1, 50, b, new, D)
+        values.append(f(X))
+        assert decrease >= 0 and 0 <= unchanged <= M
+        assert values[-2] - values[-1] == pytest.approx(decrease, rel=1e-6, abs=1e-9)
+        np.testing.assert_allclose(R, G @ X, rtol=0, atol=1e-10 * np.abs(G @ X).max())
+    assert np.all(np.diff(values) <= 1e-12 * abs(values[0]))
+
+
+def test_degenerate_rows_are_left_as_they_are():
+    # g_kk = 0 (a zero row of the other factor) and, for rows at any norm,
+    # <b_k, P(b_k)> <= 0: no row value can be lowered, the row stays.
+    n, l1 = 20, l1_for_sparseness(0.5, 20)
+    X = np.vstack([project(np.arange(1.0, n + 1), l1, 1.0)] * 2)
+    G = np.array([[0.0, 0.0], [0.0, 1.0]])
+    A = np.vstack([np.ones(n), -np.ones(n)])
+    np.testing.assert_array_equal(sweep(X, G, A, rowblocks.RULE_SCALED, l1, sweeps=3), X)
+    hals = sweep(X, G, A, rowblocks.RULE_NONNEG, sweeps=3)
+    np.testing.assert_array_equal(hals[0], X[0])  # g_kk = 0
+    np.testing.assert_array_equal(hals[1], 0.0)  # HALS's minimiser of <b, x> + |x|^2 / 2 for b < 0
+
+
+def test_sweep_is_deterministic_and_does_not_modify_its_input():
+    rng = np.random.default_rng(9)
+    M, n = 13, 5000  # rows long enough for the bracketing projection
+    B = np.abs(rng.standard_normal((30, M)))
+    G, A = B.T @ B, B.T @ np.abs(rng.standard_normal((30, n)))
+    l1 = l1_for_sparseness(0.85, n)
+    X = np.vstack([project(np.abs(rng.standard_normal(n)), l1, 1.0) for _ in range(M)])
+    keep = X.copy()
+    first = sweep(X, G, A, rowblocks.RULE_UNIT, l1, sweeps=3)
+    np.testing.assert_array_equal(X, keep)
+    np.testing.assert_array_equal(sweep(X, G, A, rowblocks.RULE_UNIT, l1, sweeps=3), first)

@@ -3,200 +3,147 @@ r"""An accelerated solver for nmf_sc's problem: ``nmf_sc(..., solver="accelerate
 It minimises the same :math:`E(W, H) = \tfrac12 \lVert V - W H \rVert_F^2`
 over the same constraint set as the paper's algorithm
 (:mod:`nmfsc.solvers.hoyer`), from the same start (:meth:`HoyerSteps.initialize
-<nmfsc.solvers.hoyer.HoyerSteps.initialize>`), but takes larger and more
-steps per pass over the data. Each iteration updates H, then W.
+<nmfsc.solvers.hoyer.HoyerSteps.initialize>`), by block coordinate descent
+over the rows of H and of W^T, each block minimised exactly. Each iteration
+updates H, then W.
 
 Both sub-problems have the form: for the rows :math:`x_k` of X (M x n; X = H
 for the H step, X = W^T for the W step),
 
 .. math:: f(X) = \tfrac12 \langle G, X X^T \rangle - \langle A, X \rangle
-          + \tfrac12 \lVert V \rVert^2, \qquad \nabla f(X) = G X - A,
+          + \tfrac12 \lVert V \rVert^2,
 
 with :math:`G = W^T W`, :math:`A = W^T V` for H and :math:`G = H H^T`,
-:math:`A = H V^T` for W^T. The products G and A cost one pass over V
-(O(N T M)); everything below costs O(M^2 n) per step, so several steps are
-taken per pass (Gillis & Glineur 2012).
+:math:`A = H V^T` for W^T. With the other rows fixed, f depends on row k
+through :math:`f_k(x) = \tfrac12 g_{kk} \lVert x \rVert^2 - \langle b_k, x
+\rangle`, :math:`b_k = a_k - \sum_{j \ne k} g_{kj} x_j`, and each row's
+constraint set has an exact minimiser of :math:`f_k`:
 
-A constrained factor (rows of H with ``sparseness_h``: unit L2 norm and the
-target L1 norm; columns of W with ``sparseness_w``: the target sparseness, each
-projected at its own L2 norm, exactly as nmf_sc) takes up to ``K`` projected
-gradient steps of length :math:`\mu / L`, :math:`L = \lambda_{\max}(G)`, with
-Nesterov's extrapolation (the inertial proximal steps of Pock & Sabach's
-iPALM; Bolte, Sabach & Teboulle's PALM without the inertia)::
+* an unconstrained factor (x >= 0): :math:`x_k = \max(0, b_k / g_{kk})`, the
+  HALS update (Cichocki & Phan 2009);
+* the rows of H with ``sparseness_h`` (x >= 0, unit L2 norm, the target L1
+  norm): the norm is fixed, so :math:`f_k` is :math:`-\langle b_k, x\rangle`
+  up to a constant and its minimiser over the set is the nearest point of the
+  set to :math:`b_k`: :math:`x_k = P(b_k)`, Hoyer's projection (Potluru et al.
+  2013, "Block coordinate descent for sparse NMF");
+* the columns of W with ``sparseness_w`` (the target sparseness at any L2
+  norm, as nmf_sc has them): :math:`x_k = r\,u` with :math:`u = P(b_k)` at unit
+  norm and :math:`r = \langle b_k, u\rangle / g_{kk}`; a row whose
+  :math:`\langle b_k, u\rangle \le 0` is left as it is.
 
-    Y_0 = X_0,  t_0 = 1
-    Z   = P(Y_j - (mu / L) (G Y_j - A))                  # P: Hoyer's projection
-    if f(Z) <= f(X_j):   X_{j+1} = Z,  mu <- 1.2 mu
-                         t_{j+1} = (1 + sqrt(1 + 4 t_j^2)) / 2
-                         Y_{j+1} = X_{j+1} + (t_j - 1) / t_{j+1} (X_{j+1} - X_j)
-    elif Y_j != X_j:     restart: Y_j = X_j, t_j = 1, and retake the step
-    else:                mu <- mu / 2 and retake the step
+The products G and A cost one pass over V (O(N T M)), a sweep over the rows
+O(M^2 n) plus M projections, so several sweeps are taken per pass, as Gillis &
+Glineur (2012) do for HALS: up to ``K = 1 + SWEEP_RATIO * rho`` sweeps, rho =
+(N T M) / (n M^2 + n M) the cost of the pass over the cost of a sweep, at most
+``SWEEPS_MAX``, and fewer when a sweep decreases f by less than
+``SWEEP_DELTA`` times the first sweep did. When only W is constrained the rows
+of H are then scaled to unit L2 norm and the columns of W take the norms (W H
+unchanged; nmf_sc's convention).
 
-As in nmf_sc, mu below 1e-200 means that no descent step exists: the run has
-converged (stop reason ``"step_size"``).
-
-The restart rule (Ang & Gillis 2019; O'Donoghue & Candes 2015) makes f
-non-increasing: an iterate is only accepted when it does not raise f. The
-inner loop also stops when a step decreases f by less than ``INNER_DELTA``
-times the first step's decrease. mu (``mu_W``, ``mu_H``) is carried from one
-iteration to the next, as nmf_sc's step sizes are; the extrapolation starts
-afresh at every update, so the state (W, H, mu_W, mu_H) is nmf_sc's and a
-checkpoint resumes bit-identically.
-
-An unconstrained factor takes ``K`` sweeps of HALS (Cichocki & Phan 2009), the
-exact minimisation of f over one row at a time, kept non-negative::
-
-    x_k <- max(0, x_k + (a_k - g_k X) / g_kk)       for k = 1 .. M
-
-(a row with :math:`g_{kk} = 0`, a zero column of W or row of H, is left as it
-is). As in nmf_sc, when only W is constrained the rows of H are then scaled to
-unit L2 norm and the columns of W take the norms (W H unchanged; a column's
-sparseness does not depend on its norm).
-
-``K`` follows Gillis & Glineur: ``1 + INNER_RATIO * rho`` projected steps
-(``1 + HALS_RATIO * rho`` HALS sweeps), rho the cost of the pass over V over
-the cost of a step, ``(N T M) / (n M^2 + n M)`` for rows of length n, capped
-at ``INNER_MAX``.
+Guarantees: a row is replaced only when its value of :math:`f_k`, computed in
+the kernel, does not rise (:mod:`nmfsc._kernels.rowblocks`), so E never
+increases up to the rounding of the recorded expanded objective (about 1e-16
+||V||^2); every row of a constrained factor is an output of Hoyer's projection
+(times its norm), so the constraints hold at every iterate. The objective
+converges (it is bounded below); the iterates need not (the sets are not
+convex). The state is W and H alone, so a checkpoint resumes bit-identically.
 
 The recorded objective is E after the W step by the expansion of
 :func:`nmfsc.solvers._objective.expanded_objective` (recomputed exactly when
-small, as nmf_sc does). It never increases, up to rounding: each HALS row update
-is an exact minimisation, and every accepted projected step does not raise f.
+small, as nmf_sc does).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from nmfsc._kernels import projection as _proj
+from nmfsc._kernels import rowblocks as _rb
 from nmfsc.solvers._objective import expanded_objective
-from nmfsc.solvers.hoyer import MU_GROWTH, MU_MIN, HoyerSteps, support_sizes
+from nmfsc.solvers.hoyer import HoyerSteps
 
-__all__ = ["AcceleratedSteps"]
+__all__ = ["AcceleratedSteps", "sweep"]
 
-#: HALS sweeps: 1 + HALS_RATIO * (cost of a pass over V) / (cost of one sweep).
-HALS_RATIO = 0.5
-#: Projected steps: 1 + INNER_RATIO * (cost of a pass over V) / (cost of one step).
-INNER_RATIO = 2.0
-#: At most this many projected gradient steps per update of a constrained factor.
-INNER_MAX = 30
-#: The inner loop stops when a step decreases f by less than this times the first step.
-INNER_DELTA = 0.1
+#: Sweeps per update: 1 + SWEEP_RATIO * (cost of a pass over V) / (cost of one sweep).
+SWEEP_RATIO = 1.0
+#: At most this many sweeps per update of a factor.
+SWEEPS_MAX = 10
+#: The sweeps stop when one decreases f by less than this times the first one.
+SWEEP_DELTA = 0.1
 
 
-def hals(X, G, A, sweeps):
-    r"""``sweeps`` HALS sweeps on the rows of X for :math:`f(X) = \tfrac12 \langle G,
-    X X^T\rangle - \langle A, X\rangle`; returns a new array (X is not modified).
+def sweep(X, G, A, rule, l1=1.0, sweeps=1, delta=0.0):
+    """Up to ``sweeps`` block coordinate sweeps over the rows of X for
+    :math:`f(X) = \\tfrac12 \\langle G, X X^T\\rangle - \\langle A, X\\rangle`
+    (module docstring); returns a new array (X is not modified).
 
-    Row k becomes :math:`\max(0, x_k + (a_k - g_k X) / g_{kk})`, the minimiser of
-    f over :math:`x_k \ge 0` with the other rows fixed; a row with
-    :math:`g_{kk} \le 0` is left unchanged.
+    ``rule``: ``rowblocks.RULE_NONNEG`` (HALS), ``RULE_UNIT`` (rows at unit L2
+    norm and L1 norm ``l1``) or ``RULE_SCALED`` (rows at that L1/L2 ratio,
+    any norm). The sweeps stop early when one decreases f by at most
+    ``delta`` times the first sweep's decrease (``delta=0``: only when a
+    sweep changes nothing).
     """
-    X = X.copy()
-    diag = np.diagonal(G)
+    X = np.array(X, order="C")
+    M, n = X.shape
+    G = np.ascontiguousarray(G)
+    A = np.ascontiguousarray(A)
+    R = np.asarray(G @ X, dtype=np.float64)
+    b, new = np.empty(n), np.empty(n)
+    D = np.empty((_rb.BLOCK, n))
+    max_passes = _proj.max_filter_passes(n)
+    first = None
     for _ in range(sweeps):
-        for k in range(X.shape[0]):
-            if not diag[k] > 0:
-                continue
-            row = X[k] + (A[k] - G[k] @ X) / diag[k]
-            np.maximum(row, 0.0, out=X[k])
+        decrease, _unchanged = _rb.sweep_rows(X, R, G, A, rule, float(l1), max_passes, b, new, D)
+        first = decrease if first is None else first
+        if not decrease > delta * first:
+            break
     return X
 
 
 class AcceleratedSteps(HoyerSteps):
     """One iteration of ``nmf_sc(solver="accelerated")``: the H step, then the
-    W step (module docstring). The start and the state are nmf_sc's (W, H,
-    mu_W, mu_H; the step sizes here are multiples of 1/L)."""
+    W step (module docstring). The start is nmf_sc's; the state is W and H
+    (no step sizes)."""
 
     name = "nmf_sc (accelerated)"
+    state_scalars: tuple[str, ...] = ()
 
-    def inner_steps(self, n, n_other, ratio=INNER_RATIO):
+    def initialize(self, W, H):
+        state = super().initialize(W, H)
+        return {"W": state["W"], "H": state["H"]}
+
+    def step_sizes(self, state):
+        return None
+
+    def sweeps(self, n, n_other):
         """K of the module docstring for a factor with rows of length ``n``."""
         M = self.n_components
         rho = (n * n_other * M) / (n * M * M + n * M)
-        return int(min(INNER_MAX, 1 + ratio * rho))
+        return int(min(SWEEPS_MAX, 1 + SWEEP_RATIO * rho))
 
     def step(self, state):
         W, H = state["W"], state["H"]
-        mu_w, mu_h = float(state["mu_W"]), float(state["mu_H"])
         N, T = self.data.shape
         WtV = self.data.wtv(W)
         WtW = self._w_gram(W)
         if self.proj_h is None:
-            H = hals(H, WtW, WtV, self.inner_steps(T, N, HALS_RATIO))
+            H = sweep(H, WtW, WtV, _rb.RULE_NONNEG, 1.0, self.sweeps(T, N), SWEEP_DELTA)
             if self.proj_w is not None:
                 W, H = unit_rows(W, H)
         else:
-            H, _, mu_h = self.projected(
-                H, WtW, WtV, self.proj_h, False, self.inner_steps(T, N), mu_h
-            )
-            if mu_h < MU_MIN:  # no descent step: converged, as nmf_sc; only mu_H changed
-                return {**state, "mu_H": mu_h}, None, "step_size"
+            rule, l1 = _rb.RULE_UNIT, self.proj_h.l1_unit
+            H = sweep(H, WtW, WtV, rule, l1, self.sweeps(T, N), SWEEP_DELTA)
         HHt = H @ H.T
         HVt = np.ascontiguousarray(self.data.vht(H).T)
+        Wt = np.ascontiguousarray(W.T)
         if self.proj_w is None:
-            Wt = hals(np.ascontiguousarray(W.T), HHt, HVt, self.inner_steps(N, T, HALS_RATIO))
-            energy = None
+            rule, l1 = _rb.RULE_NONNEG, 1.0
         else:
-            Wt, energy, mu_w = self.projected(
-                np.ascontiguousarray(W.T), HHt, HVt, self.proj_w, True, self.inner_steps(N, T), mu_w
-            )
+            rule, l1 = _rb.RULE_SCALED, self.proj_w.l1_unit
+        Wt = sweep(Wt, HHt, HVt, rule, l1, self.sweeps(N, T), SWEEP_DELTA)
         W = np.ascontiguousarray(Wt.T)
-        if energy is None:
-            energy = expanded_objective(self.vv, HVt, Wt, HHt, columns=False)
-        new = {"W": W, "H": H, "mu_W": mu_w, "mu_H": mu_h}
-        reason = "step_size" if mu_w < MU_MIN else None  # H has moved; W stays
-        return new, self.recorded(energy, W, H), reason
-
-    def projected(self, X, G, A, projector, own_norm, steps, mu):
-        """Up to ``steps`` extrapolated projected gradient steps of length mu / L
-        (module docstring) on the rows of X. Returns the last accepted X, f there
-        (by the expansion) and the new mu."""
-
-        def f(Z):
-            return expanded_objective(self.vv, A, Z, G, columns=False)
-
-        lipschitz = float(np.linalg.eigvalsh(G.astype(np.float64))[-1])
-        if not lipschitz > 0:
-            return X, f(X), mu
-        f_x, t, Y, X_prev = f(X), 1.0, X, X
-        first = None
-        guide = support_sizes(X, axis=1)
-        for _ in range(steps):
-            Z = self.project(Y - (mu / lipschitz) * (G @ Y - A), projector, own_norm, guide)
-            f_z = f(Z) if Z is not None else np.inf
-            if not f_z <= f_x:
-                if Y is not X:  # restart: drop the extrapolation
-                    Y, t = X, 1.0
-                    continue
-                mu /= 2.0
-                if not MU_MIN <= mu:
-                    break
-                continue
-            decrease = f_x - f_z
-            X_prev, X, f_x = X, Z, f_z
-            mu *= MU_GROWTH
-            first = decrease if first is None else first
-            if decrease <= INNER_DELTA * first:
-                break
-            t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
-            beta = (t - 1.0) / t_next
-            Y = X + beta * (X - X_prev) if beta > 0 else X
-            t = t_next
-        return X, f_x, mu
-
-    @staticmethod
-    def project(X, projector, own_norm, guide=None):
-        """Hoyer's projection of X's rows, at unit L2 norm or (``own_norm``) at
-        each row's own norm (``guide``: as ``_Projector.rows``); a new array, or
-        None if a row cannot be projected."""
-        X = np.ascontiguousarray(X)
-        norms = None
-        if own_norm:
-            norms = np.sqrt(np.einsum("ij,ij->i", X, X)).astype(np.float64)
-            if not (np.all(norms > 0) and np.all(np.isfinite(norms))):
-                return None
-        projected = projector.rows(X, norms, guide)
-        return None if projected is None else projected.copy()
+        energy = expanded_objective(self.vv, HVt, Wt, HHt, columns=False)
+        return {"W": W, "H": H}, self.recorded(energy, W, H), None
 
 
 def unit_rows(W, H):

@@ -1,0 +1,165 @@
+"""Numba kernel for block coordinate descent over the rows of a factor.
+
+Both sub-problems of NMF minimise, over the rows x_k of a factor X (M x n),
+
+    f(X) = 0.5 <G, X X^T> - <A, X>          (G = G^T, M x M; A: M x n).
+
+With the other rows fixed, f depends on row k through
+
+    f_k(x) = 0.5 g_kk ||x||^2 - <b_k, x>,    b_k = a_k - sum_{j != k} g_kj x_j,
+
+so a sweep that replaces x_1, ..., x_M in turn by a minimiser of f_k over
+the row's constraint set never raises f (Gauss-Seidel). Three constraint
+sets, three exact minimisers (``RULE_*``):
+
+* ``RULE_NONNEG``, x >= 0: x = max(0, b_k / g_kk), HALS (Cichocki & Phan 2009).
+* ``RULE_UNIT``, x >= 0, ||x||_2 = 1, ||x||_1 = l1: ||x|| is fixed, so f_k is
+  -<b_k, x> up to a constant, and its minimiser over the set is the point of
+  the set nearest to b_k: Hoyer's projection of b_k (Potluru et al. 2013).
+* ``RULE_SCALED``, x = r u with r >= 0 and u in the set above (a fixed
+  sparseness at any norm): for a given u, r = <b_k, u> / g_kk is best and
+  f_k = -<b_k, u>^2 / (2 g_kk), so u is again the projection of b_k, and
+  r = max(<b_k, u>, 0) / g_kk; where <b_k, u> <= 0 (no direction of the set
+  has a positive inner product with b_k) the row is left as it is.
+
+A row is replaced only if f_k does not rise by the values computed here, so
+the sweep is monotone by construction, rounding included; a row with
+g_kk <= 0 (a zero row of the other factor) or a non-finite b_k is left as it
+is.
+
+Computing b_k from scratch reads every other row: M^2 n reads per sweep. The
+kernel instead keeps R = G X (the caller passes it, computed by BLAS) and
+processes the rows in blocks of ``BLOCK``: within a block, b_k is corrected
+for the rows of the block already changed (their changes D), and after the
+block R is brought up to date (R += G[:, block] D), so each sweep reads R
+about M / BLOCK times. R then holds G X for the next sweep. Every sum is taken
+in a fixed order (no fastmath), so the same input gives the same bits.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from nmfsc._kernels.projection import METHOD_FAST, STATUS_OK, project_vector_guided
+
+RULE_NONNEG = 0
+RULE_UNIT = 1
+RULE_SCALED = 2
+
+#: Rows per block: a block's changes D (BLOCK x n) are read by every later
+#: row of the block and by the update of R.
+BLOCK = 8
+
+
+@njit(cache=True)
+def _row_value(g, b, x, n):
+    """f_k(x) = 0.5 g ||x||^2 - <b, x> (four accumulators, fixed order)."""
+    q0 = q1 = q2 = q3 = 0.0
+    p0 = p1 = p2 = p3 = 0.0
+    head = n - n % 4
+    for i in range(0, head, 4):
+        x0, x1, x2, x3 = float(x[i]), float(x[i + 1]), float(x[i + 2]), float(x[i + 3])
+        q0 += x0 * x0
+        q1 += x1 * x1
+        q2 += x2 * x2
+        q3 += x3 * x3
+        p0 += b[i] * x0
+        p1 += b[i + 1] * x1
+        p2 += b[i + 2] * x2
+        p3 += b[i + 3] * x3
+    for i in range(head, n):
+        xi = float(x[i])
+        q0 += xi * xi
+        p0 += b[i] * xi
+    return 0.5 * g * ((q0 + q1) + (q2 + q3)) - ((p0 + p1) + (p2 + p3))
+
+
+@njit(cache=True)
+def sweep_rows(X, R, G, A, rule, l1, max_passes, b, new, D):
+    """One sweep over the rows of X (module docstring), in place.
+
+    X (M x n, float64 or float32) is updated; R (M x n, float64) must hold
+    G X on entry and holds G X (up to rounding) on exit. ``l1``: the L1 norm
+    of the unit rows (RULE_UNIT, RULE_SCALED). ``b``, ``new`` (n, float64) and
+    ``D`` (BLOCK x n, float64) are scratch. Returns (decrease, unchanged):
+    the sum of the rows' decreases of f, and the number of rows left as
+    they were.
+
+    The changes of a block's rows are combined eight at a time in one
+    expression per entry (coefficients of rows outside the block, or not yet
+    changed, are 0), so that R and b are read and written once per block,
+    not once per row of it.
+    """
+    M, n = X.shape
+    decrease = 0.0
+    unchanged = 0
+    c = np.zeros(BLOCK)
+    D0, D1, D2, D3 = D[0], D[1], D[2], D[3]
+    D4, D5, D6, D7 = D[4], D[5], D[6], D[7]
+    for start in range(0, M, BLOCK):
+        stop = min(M, start + BLOCK)
+        D[:, :] = 0.0
+        for k in range(start, stop):
+            g = float(G[k, k])
+            for j in range(BLOCK):
+                c[j] = float(G[k, start + j]) if start + j < k else 0.0
+            c0, c1, c2, c3, c4, c5, c6, c7 = c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
+            Xk = X[k]
+            Ak = A[k]
+            Rk = R[k]
+            for i in range(n):
+                done = ((c0 * D0[i] + c1 * D1[i]) + (c2 * D2[i] + c3 * D3[i])) + (
+                    (c4 * D4[i] + c5 * D5[i]) + (c6 * D6[i] + c7 * D7[i])
+                )
+                b[i] = (float(Ak[i]) - Rk[i] + g * float(Xk[i])) - done
+            finite = True
+            for i in range(n):
+                finite &= math.isfinite(b[i])
+            accept = False
+            if finite and (g > 0.0 or rule == RULE_UNIT):
+                if rule == RULE_NONNEG:
+                    for i in range(n):
+                        new[i] = max(b[i] / g, 0.0)
+                    accept = True
+                else:
+                    # Unguided: early in a run b_k's projection is far sparser
+                    # or denser than x_k, and a wrong guide costs a fallback.
+                    status, _ = project_vector_guided(
+                        b, l1, 1.0, True, METHOD_FAST, new, max_passes, 0
+                    )
+                    accept = status == STATUS_OK
+                    if accept and rule == RULE_SCALED:
+                        p = 0.0
+                        for i in range(n):
+                            p += b[i] * new[i]
+                        r = p / g
+                        accept = r > 0.0 and math.isfinite(r)
+                        if accept:
+                            for i in range(n):
+                                new[i] *= r
+            before = after = 0.0
+            if accept:
+                before = _row_value(g, b, Xk, n)
+                after = _row_value(g, b, new, n)
+                accept = after <= before
+            if accept:
+                decrease += before - after
+                d = D[k - start]
+                for i in range(n):
+                    old = float(Xk[i])
+                    Xk[i] = new[i]
+                    d[i] = float(Xk[i]) - old  # the change as stored (float32 rounds)
+            else:
+                unchanged += 1
+        # R += G[:, start:stop] D, every row of R, the block's changes at once.
+        for r in range(M):
+            for j in range(BLOCK):
+                c[j] = float(G[r, start + j]) if start + j < stop else 0.0
+            c0, c1, c2, c3, c4, c5, c6, c7 = c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
+            Rr = R[r]
+            for i in range(n):
+                Rr[i] += ((c0 * D0[i] + c1 * D1[i]) + (c2 * D2[i] + c3 * D3[i])) + (
+                    (c4 * D4[i] + c5 * D5[i]) + (c6 * D6[i] + c7 * D7[i])
+                )
+    return decrease, unchanged
