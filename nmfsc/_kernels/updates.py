@@ -84,31 +84,17 @@ def gradient_step_into(X, G, mu, out):
 def gradient_step_columns_into(X, G, mu, out, norms):
     """``out = (X - mu * G)^T`` (X, G: N x M; out: M x N, one trial column of
     W per row, the layout the projection reads) and ``norms[k] = ||out[k]||_2``,
-    the L2 norm each column is projected at. Blocks of 64 rows of X are
-    transposed at a time; the sums of squares use four accumulators in a
-    fixed order."""
+    the L2 norm each column is projected at. X is read row by row; each
+    column's sum of squares runs in index order, the M sums interleaved."""
     N, M = X.shape
-    block = 64
-    for i0 in range(0, N, block):
-        i1 = min(N, i0 + block)
+    squares = np.zeros(M)
+    for i in range(N):
         for k in range(M):
-            for i in range(i0, i1):
-                out[k, i] = X[i, k] - mu * G[i, k]
+            v = X[i, k] - mu * G[i, k]
+            out[k, i] = v
+            squares[k] += float(out[k, i]) * float(out[k, i])
     for k in range(M):
-        row = out[k]
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
-        head = N - N % 4
-        for i in range(0, head, 4):
-            s0 += float(row[i]) * float(row[i])
-            s1 += float(row[i + 1]) * float(row[i + 1])
-            s2 += float(row[i + 2]) * float(row[i + 2])
-            s3 += float(row[i + 3]) * float(row[i + 3])
-        for i in range(head, N):
-            s0 += float(row[i]) * float(row[i])
-        norms[k] = math.sqrt((s0 + s1) + (s2 + s3))
+        norms[k] = math.sqrt(squares[k])
 
 
 @njit(cache=True, error_model="numpy")
