@@ -64,6 +64,7 @@ import time
 import warnings
 from pathlib import Path
 
+import numba
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -356,6 +357,11 @@ def report(name, shape, M, params, iters, repeats, rows):
     return all(ok for _, ok, _ in checks)
 
 
+def threads():
+    """The thread counts of the run: BLAS's and the projections' (numba's setting)."""
+    return f"{blas()}, projections on {numba.config.NUMBA_NUM_THREADS} thread(s)"
+
+
 def blas():
     try:
         from threadpoolctl import threadpool_info
@@ -380,7 +386,8 @@ def main(argv=None):
         "--blas-threads",
         type=int,
         default=None,
-        help="limit BLAS to this many threads for every method (threadpoolctl); on a "
+        help="limit BLAS to this many threads for every method (threadpoolctl), and "
+        "nmfsc's row-parallel projections with it (numba's NUMBA_NUM_THREADS); on a "
         "machine shared with other jobs a multi-threaded BLAS can stall at every call",
     )
     parser.add_argument(
@@ -393,6 +400,9 @@ def main(argv=None):
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(limits=args.blas_threads, user_api="blas")
+        # nmfsc reads numba's thread count at each call (nmfsc._threads), so
+        # that its projections use as many threads as the products do.
+        numba.config.NUMBA_NUM_THREADS = args.blas_threads
     iters = max(2, args.iters or (4 if args.quick else 30))
     repeats = args.repeats or (1 if args.quick else 3)
     wall = time.perf_counter()
@@ -408,7 +418,7 @@ def main(argv=None):
         bench_trial_projection(repeats)
     wall = time.perf_counter() - wall
     print(
-        f"Machine: {machine()}, scikit-learn {sklearn.__version__}, {blas()}. "
+        f"Machine: {machine()}, scikit-learn {sklearn.__version__}, {threads()}. "
         f"Wall time {wall:.0f} s. All targets {'PASS' if passed else 'not met (see FAIL)'}."
     )
     if args.time_to_objective:

@@ -814,12 +814,14 @@ def _project_rows_body(X, l1, l2, nonneg, method, out, status, passes, max_filte
 
 
 # One body, two builds (umap's pattern). The parallel build is not cached:
-# numba's cache is keyed on the Python function, which both builds share.
-project_rows = njit(cache=True)(_project_rows_body)
+# numba's cache is keyed on the Python function, which both builds share. The
+# serial builds release the GIL (nogil), so that the solvers can run groups of
+# rows on several threads (nmfsc._threads).
+project_rows = njit(cache=True, nogil=True)(_project_rows_body)
 project_rows_parallel = njit(parallel=True)(_project_rows_body)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def project_rows_guided(X, l1, l2, nonneg, method, out, status, passes, max_filter_passes, guide):
     """:func:`project_rows` with a support size to expect for each row
     (``guide[r]``, 0: none; see :func:`project_vector_guided`), serial. The

@@ -22,9 +22,8 @@ ndarrays or scipy.sparse matrices.
 from __future__ import annotations
 
 import hashlib
-import os
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import dask
 import numpy as np
@@ -32,6 +31,7 @@ from dask import delayed
 from dask.delayed import Delayed
 
 from nmfsc._kernels import updates as _k
+from nmfsc._threads import run_groups, split, threads
 from nmfsc.solvers._data import inner, is_sparse
 
 __all__ = [
@@ -98,8 +98,6 @@ def reduce_tree(parts, combine=add_all):
 
 #: Names of Dask's schedulers that run every task in the calling thread.
 _SERIAL = ("sync", "synchronous", "single-threaded")
-#: The thread pool of the in-process passes, made on first use.
-_POOL: list[ThreadPoolExecutor] = []
 
 
 def local_values(items):
@@ -133,23 +131,21 @@ def map_local(func, args):
     """``[func(*a) for a in args]`` in this process, on the machine's cores (in
     this thread under Dask's synchronous scheduler).
 
-    The calls are split into one contiguous group per core; this thread runs
-    the first group while a thread pool runs the others (a pass of the
-    projection is a few milliseconds: a task per call cost more in hand-offs
-    than the calls themselves).
+    The calls are split into one contiguous group per thread
+    (:func:`nmfsc._threads.threads`); this thread runs the first group while
+    the shared pool runs the others (a pass of the projection is a few
+    milliseconds: a task per call cost more in hand-offs than the calls
+    themselves).
     """
-    cores = os.cpu_count() or 1
-    if dask.config.get("scheduler", None) in _SERIAL or len(args) == 1 or cores == 1:
+    if dask.config.get("scheduler", None) in _SERIAL:
         return [func(*a) for a in args]
-    if not _POOL:
-        _POOL.append(ThreadPoolExecutor(max_workers=cores - 1))
-    bounds = np.linspace(0, len(args), min(cores, len(args)) + 1).astype(int)
-    groups = [args[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-    others = [_POOL[0].submit(lambda g: [func(*a) for a in g], g) for g in groups[1:]]
-    out = [func(*a) for a in groups[0]]
-    for future in others:
-        out.extend(future.result())
-    return out
+    groups = [args[a:b] for a, b in split(len(args), threads())]
+    parts = run_groups([partial(_run_group, func, group) for group in groups])
+    return [value for part in parts for value in part]
+
+
+def _run_group(func, group):
+    return [func(*a) for a in group]
 
 
 def map_reduce_local(func, args, combine):

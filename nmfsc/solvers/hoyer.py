@@ -45,6 +45,7 @@ non-increasing up to that rounding.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -53,6 +54,7 @@ from numpy.typing import ArrayLike
 from nmfsc._kernels import bracket as _bracket
 from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import updates as _k
+from nmfsc._threads import run_groups, split, threads
 from nmfsc._validation import check_optional_sparseness
 from nmfsc.dask_backend import is_dask_array, solve_on_dask
 from nmfsc.solvers._data import inner
@@ -78,6 +80,9 @@ __all__ = ["HoyerSteps", "SOLVERS", "nmf_sc", "support_sizes"]
 MU_MIN = 1e-200
 MU_GROWTH = 1.2
 EPS = 1e-9
+#: A projection of at least this many entries runs its rows on all threads
+#: (:mod:`nmfsc._threads`); below it a hand-off costs more than it saves.
+PARALLEL_ENTRIES = 1 << 16
 
 
 class _Projector:
@@ -108,14 +113,24 @@ class _Projector:
         l1 = self.l1_unit * l2
         if self.out is None:
             self.out = np.empty(self.shape, dtype=self.dtype)
-        args = (X, l1, l2, True, _proj.METHOD_FAST, self.out, self.status, self.passes)
-        if guide is None:
-            _proj.project_rows(*args, self.max_passes)
-        else:
-            _proj.project_rows_guided(*args, self.max_passes, guide)
+        count = X.shape[0]
+        groups = threads() if X.size >= PARALLEL_ENTRIES else 1
+        run_groups(
+            [partial(self._project, X, l1, l2, guide, a, b) for a, b in split(count, groups)]
+        )
         if np.any(self.status != _proj.STATUS_OK):
             return None
         return self.out
+
+    def _project(self, X, l1, l2, guide, a, b):
+        """Rows a..b-1 (the kernels release the GIL: groups run on several threads)."""
+        rows = slice(a, b)
+        args = (X[rows], l1[rows], l2[rows], True, _proj.METHOD_FAST, self.out[rows])
+        args += (self.status[rows], self.passes[rows], self.max_passes)
+        if guide is None:
+            _proj.project_rows(*args)
+        else:
+            _proj.project_rows_guided(*args, guide[rows])
 
     def take(self):
         """The last projected rows as a new array of the caller's (no copy: the

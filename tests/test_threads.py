@@ -1,0 +1,91 @@
+"""Kernel calls spread over threads (nmfsc/_threads.py): the groups, the
+order of the results, errors, a forked child, and solver results that do not
+depend on the number of threads."""
+
+import multiprocessing
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+from nmfsc import ConvergenceWarning, _threads, nmf_sc
+from nmfsc.solvers import hoyer
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 7, 72])
+@pytest.mark.parametrize("groups", [1, 2, 3, 16])
+def test_split_covers_the_range_in_contiguous_groups(count, groups):
+    ranges = _threads.split(count, groups)
+    assert len(ranges) == max(1, min(groups, count))
+    assert [i for a, b in ranges for i in range(a, b)] == list(range(count))
+    sizes = [b - a for a, b in ranges]
+    assert max(sizes) - min(sizes) <= 1
+
+
+def test_run_groups_keeps_the_order_and_uses_other_threads():
+    names = []
+
+    def call(k):
+        names.append(threading.current_thread().name)
+        return k * k
+
+    from functools import partial
+
+    assert _threads.run_groups([partial(call, k) for k in range(5)]) == [0, 1, 4, 9, 16]
+    assert names.count(threading.current_thread().name) >= 1
+    assert _threads.run_groups([]) == []
+
+
+def test_an_error_in_a_group_is_raised_after_all_finish():
+    done = []
+
+    def fails():
+        raise ValueError("group failed")
+
+    def slow():
+        done.append(1)
+        return 1
+
+    with pytest.raises(ValueError, match="group failed"):
+        _threads.run_groups([slow, fails, slow])
+    assert len(done) == 2
+
+
+def _child(queue):
+    queue.put(_threads.run_groups([lambda: 1, lambda: 2, lambda: 3]))
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork")
+def test_a_forked_child_makes_its_own_pool():
+    # The parent's pool has threads; a forked child's copy has none, and
+    # submitting to it would wait forever. The child must make a new pool.
+    _threads.run_groups([lambda: 0, lambda: 0])
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_child, args=(queue,))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0
+    assert queue.get(timeout=5) == [1, 2, 3]
+
+
+def test_nmf_sc_gives_the_same_bits_on_one_thread_and_on_several(monkeypatch):
+    # Rows long enough for the projection to be split over threads: which
+    # thread projects a row never changes the result.
+    rng = np.random.default_rng(0)
+    V = np.abs(rng.standard_normal((40, 9000)))
+    assert 8 * 9000 >= hoyer.PARALLEL_ENTRIES
+
+    def run():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return nmf_sc(V, 8, sparseness_h=0.8, random_state=1, max_iter=15, tol=0)
+
+    monkeypatch.setattr(hoyer, "threads", lambda: 1)
+    one = run()
+    monkeypatch.setattr(hoyer, "threads", lambda: 3)
+    several = run()
+    np.testing.assert_array_equal(one.H, several.H)
+    np.testing.assert_array_equal(one.W, several.W)
+    np.testing.assert_array_equal(one.objective, several.objective)
