@@ -255,3 +255,15 @@ def test_sweep_is_deterministic_and_does_not_modify_its_input():
     first = sweep(X, G, A, rowblocks.RULE_UNIT, l1, sweeps=3)
     np.testing.assert_array_equal(X, keep)
     np.testing.assert_array_equal(sweep(X, G, A, rowblocks.RULE_UNIT, l1, sweeps=3), first)
+
+
+def test_the_estimator_takes_the_accelerated_solver(V):
+    # SparseNMF(solver="accelerated") runs it in scikit-learn's orientation:
+    # the components (W's columns) keep their sparseness.
+    model = nmfsc.SparseNMF(
+        n_components=M, sparseness_components=0.6, solver="accelerated", random_state=0
+    )
+    codes = model.fit_transform(V.T)
+    assert codes.shape == (V.shape[1], M)
+    np.testing.assert_allclose(sparseness(model.components_, axis=1), 0.6, atol=CONSTRAINT_ATOL)
+    assert model.n_iter_ >= 1
