@@ -764,10 +764,11 @@ def project_vector(x, l1, l2, nonneg, method, out, max_filter_passes):
 def project_vector_guided(x, l1, l2, nonneg, method, out, max_filter_passes, guide):
     """:func:`project_vector` told the support size to expect (``guide``; 0:
     none). The fast method's bracketing path (n >= ``BRACKET_MIN_N``) then
-    centres its band there instead of on its sample's estimate, which a
-    heavy-tailed vector can throw far off (``bracket._sample_band``). The
-    guide moves only the band: the result is the same projection, with last
-    bits that may differ from the unguided call's."""
+    starts its Newton steps at the sample's order statistic of that rank
+    instead of at the threshold of the projected sample, which a heavy-tailed
+    vector can throw far off (``bracket.shape_into``), and needs fewer full
+    passes. The guide moves only the start: the result is the same
+    projection, with last bits that may differ from the unguided call's."""
     n = x.shape[0]
     if method == METHOD_FAST and n >= BRACKET_MIN_N:
         rho = l1 / l2
