@@ -22,7 +22,7 @@ Two exact methods, both Numba kernels in :mod:`nmfsc._kernels.projection`:
     once they are at most half of what a pass reads, so later passes cost
     O(support) instead of O(n); finished by an O(k log k) sort-and-scan if it
     has not converged after ``2 log2(n) + 8`` passes: worst case O(n log n), in
-    practice a few streaming passes. For n >= 4096 (without
+    practice a few streaming passes. For n >= 1024 (without
     ``return_passes``) it first finds the threshold alpha of
     s = beta * max(x - alpha, 0) approximately, from a strided sample and one
     Newton step on the whole vector, then reads the vector twice more: one

@@ -42,7 +42,7 @@ def _taken(x, l1, l2, nonneg):
     return bracket.bracket_shape_into(x, nonneg, l1 / l2, l1, l2, np.empty(x.size), 0) >= 0
 
 
-@pytest.mark.parametrize("n", [4096, 5000, 30011])
+@pytest.mark.parametrize("n", [1024, 2576, 4096, 5000, 30011])
 @pytest.mark.parametrize("kind", KINDS)
 def test_bracket_path_matches_the_paper_kernel(n, kind):
     rng = np.random.default_rng(n + len(kind))
@@ -271,7 +271,8 @@ def test_sample_selection_counts_to_half_the_binomial_error():
 
 
 def test_short_vectors_keep_the_old_kernel():
-    assert kernels.BRACKET_MIN_N == bracket.BRACKET_MIN_N == 4096
+    # CBCL's columns (361) keep the exact kernel; ORL's (2576) take the bracket.
+    assert kernels.BRACKET_MIN_N == bracket.BRACKET_MIN_N == 1024
 
 
 @pytest.mark.parametrize("noise", [1e-3, 1e-2, 1e-1])

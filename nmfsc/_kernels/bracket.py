@@ -110,8 +110,10 @@ def power_of_two_scale(maxabs):
     return math.ldexp(1.0, min(-e, 1000))
 
 
-# Below this length the fast kernel is used as it is (it is already fast there).
-BRACKET_MIN_N = 4096
+# Below this length the fast kernel is used as it is: at 1000 entries this path
+# took 2.0 us against its 3.5, at 361 (CBCL's columns) 1.7 against 1.9, where
+# the sample (at least 256 entries) would be most of the vector.
+BRACKET_MIN_N = 1024
 
 # Lanes of the fixed-order sums: 16 float64 lanes, two AVX-512 or four AVX2
 # registers per summed quantity.
