@@ -95,7 +95,6 @@ import math
 
 import numba
 import numpy as np
-from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -264,7 +263,7 @@ def _float_bits(typingctx, value):
         return None
 
     def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
+        return builder.bitcast(args[0], context.get_value_type(types.int64))
 
     return types.int64(types.float64), codegen
 
@@ -276,7 +275,7 @@ def _bits_float(typingctx, bits):
         return None
 
     def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
 
     return types.float64(types.int64), codegen
 
