@@ -74,15 +74,18 @@ pass's g adds w * d for every entry (w = 1 above the level, else 0), so a NaN
 solve before the input is known finite.
 
 The shape is s(v) = m + t * ((v - c) * sce - dbar) with c a pilot centre
-known before the band pass (the mean of the entries above the last level),
-sce a power of two of the support's spread, dbar = mean((y - c) * sce) over
-the support and t = sqrt((1 - rho^2 / k) / sum(((y - c) * sce - dbar)^2)):
-every rounding step is monotone in v, so the support is an upper set of y.
-The last step on the band must lose at most one bit to cancellation in its
-moments (as in the exact kernel); if c is too far from the support's mean
-for that, the band pass is repeated with that mean as c. The steps that only
-drop entries may lose eight bits, which can misplace only entries within
-about 1e-13 of the threshold.
+known before the band pass (the sample's median of the entries above the
+band, :func:`_pilot`: not their mean, which a heavy tail puts far above the
+bulk, so that every bulk entry's large square rounds against the top one's
+in its lane), sce a power of two of the support's spread,
+dbar = mean((y - c) * sce) over the support and
+t = sqrt((1 - rho^2 / k) / sum(((y - c) * sce - dbar)^2)): every rounding
+step is monotone in v, so the support is an upper set of y. The last step on
+the band must lose at most one bit to cancellation in its moments (as in the
+exact kernel); if c is too far from the support's mean for that, the band
+pass is repeated with the sample's median of the solved support as c. The
+steps that only drop entries may lose eight bits, which can misplace only
+entries within about 1e-13 of the threshold.
 
 Falls back (returns -1) on: non-finite input or overflowing sums, input that
 (nearly) meets the targets already (the exact kernel copies it unchanged: the
