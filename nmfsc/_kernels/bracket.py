@@ -66,7 +66,7 @@ fastmath, so that all compiled specializations (a strided or a contiguous
 vector, the serial and the parallel batch build) give the same bits: entry i
 goes to lane i % 16 of a lane row, the rows are folded by a fixed tree, and
 the tail is added in index order. The lane rows are arrays on the stack
-(:func:`_stack_lanes`), which LLVM keeps in vector registers (two AVX-512 or
+(:func:`stack_lanes`), which LLVM keeps in vector registers (two AVX-512 or
 four AVX2 registers a row); rows in heap arrays stay in memory, and the
 loops then wait on store-to-load forwarding, 2-8 times slower. The level
 pass's g adds w * d for every entry (w = 1 above the level, else 0), so a NaN
@@ -157,7 +157,7 @@ _DENSITY_COUNT = 32
 
 
 @intrinsic
-def _stack_lanes(typingctx, count):
+def stack_lanes(typingctx, count):
     """A pointer to ``count`` (a literal int) float64 on the calling
     function's stack (an alloca in its entry block): lane rows that LLVM
     promotes to registers."""
@@ -365,9 +365,9 @@ def _level_pass(x, nonneg, a, scale):
     it NaN or infinite."""
     n = x.shape[0]
     head = n - n % _LANES
-    r0 = numba.carray(_stack_lanes(_LANES), _LANES)
-    r1 = numba.carray(_stack_lanes(_LANES), _LANES)
-    r2 = numba.carray(_stack_lanes(_LANES), _LANES)
+    r0 = numba.carray(stack_lanes(_LANES), _LANES)
+    r1 = numba.carray(stack_lanes(_LANES), _LANES)
+    r2 = numba.carray(stack_lanes(_LANES), _LANES)
     for j in range(_LANES):
         r0[j] = 0.0
         r1[j] = 0.0
@@ -410,9 +410,9 @@ def _band_pass(x, nonneg, lo, hi, c, sce, buf):
     """
     n = x.shape[0]
     head = n - n % _LANES
-    r0 = numba.carray(_stack_lanes(_LANES), _LANES)
-    r1 = numba.carray(_stack_lanes(_LANES), _LANES)
-    r2 = numba.carray(_stack_lanes(_LANES), _LANES)
+    r0 = numba.carray(stack_lanes(_LANES), _LANES)
+    r1 = numba.carray(stack_lanes(_LANES), _LANES)
+    r2 = numba.carray(stack_lanes(_LANES), _LANES)
     for j in range(_LANES):
         r0[j] = 0.0
         r1[j] = 0.0

@@ -66,7 +66,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from nmfsc._kernels.bracket import BRACKET_MIN_N, _stack_lanes, bracket_shape_into
+from nmfsc._kernels.bracket import BRACKET_MIN_N, bracket_shape_into, stack_lanes
 
 STATUS_OK = 0
 STATUS_NONFINITE = 1
@@ -145,7 +145,7 @@ def _abs_max_and_finite(x):
 # the tail (n % _LANES entries) is added last, in index order. The inner loop
 # over the lanes has no dependence between iterations, so LLVM vectorises it as
 # an elementwise map (SIMD) without reassociating anything. The rows are arrays
-# on the pass's stack (``bracket._stack_lanes``), which LLVM keeps in vector
+# on the pass's stack (``bracket.stack_lanes``), which LLVM keeps in vector
 # registers: rows in a heap scratch stayed in memory, and every pass waited on
 # store-to-load forwarding (2.5 and 3.7 times one np.sum for the stats and
 # select passes at n = 10^6; 64 lanes then, to hide that latency). Inputs
@@ -171,7 +171,7 @@ _MIN_UNSCALED_SPREAD = 2.0**-450
 @njit(cache=True, inline="always")
 def _lane_row():
     """A lane row on the calling pass's stack (uninitialised)."""
-    return numba.carray(_stack_lanes(_LANES), _LANES)
+    return numba.carray(stack_lanes(_LANES), _LANES)
 
 
 @njit(cache=True, inline="always")
