@@ -197,7 +197,7 @@ def bench_sizes(sizes, repeats, min_time, rng):
 
         _, p_hoyer = kernel(kernels.METHOD_HOYER)
         s_hoyer = out.copy()
-        # Passes as the paper counts them (the bracketing path, n >= 4096, counts
+        # Passes as the paper counts them (the bracketing path, n >= 1024, counts
         # its own); the result compared below is the default path's.
         _, p_fast = kernel(kernels.METHOD_FAST_COUNTED)
         _, _ = kernel(kernels.METHOD_FAST)

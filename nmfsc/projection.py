@@ -22,13 +22,15 @@ Two exact methods, both Numba kernels in :mod:`nmfsc._kernels.projection`:
     once they are at most half of what a pass reads, so later passes cost
     O(support) instead of O(n); finished by an O(k log k) sort-and-scan if it
     has not converged after ``2 log2(n) + 8`` passes: worst case O(n log n), in
-    practice a few streaming passes. For n >= 4096 (without
-    ``return_passes``) it first brackets the threshold alpha of
-    s = beta * max(x - alpha, 0) on a strided sample, then reads the vector
-    twice: one pass sums the part surely above the bracket and gathers the
-    entries inside it, the exact passes run on those alone, and a last pass
-    writes s. The bracket is verified; if it missed, the passes above run
-    instead, so the result never depends on the sample.
+    practice a few streaming passes. For n >= 1024 (without
+    ``return_passes``) it first finds the threshold alpha of
+    s = beta * max(x - alpha, 0) approximately, from a strided sample and one
+    Newton step on the whole vector, then reads the vector twice more: one
+    pass sums the part surely above a narrow band around alpha and gathers
+    the entries inside it, the exact passes run on those alone, and a last
+    pass writes s. The band is verified; if it missed, it is replaced, and
+    after a few misses the passes above run instead, so the result never
+    depends on the sample.
 
 Both return identical results to rounding wherever the projection is unique.
 Where it is not (ties among the largest entries, e.g. a constant vector, with a

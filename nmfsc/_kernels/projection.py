@@ -62,10 +62,11 @@ Status codes: 0 ok, 1 non-finite input.
 
 import math
 
+import numba
 import numpy as np
 from numba import njit, prange
 
-from nmfsc._kernels.bracket import BRACKET_MIN_N, bracket_shape_into
+from nmfsc._kernels.bracket import BRACKET_MIN_N, bracket_shape_into, stack_lanes
 
 STATUS_OK = 0
 STATUS_NONFINITE = 1
@@ -139,16 +140,18 @@ def _abs_max_and_finite(x):
 # project_batch() of the same column differed in the last bit, which moved
 # entries of exact shape 0 to +2.8e-17.)
 #
-# The order: entry i goes to lane i % _LANES of a small scratch array (``lanes``,
-# one row per accumulated quantity); the lanes are combined by a fixed tree
-# (_fold_sum) and the tail (n % _LANES entries) is added last, in index order. The inner loop over
-# the lanes has no dependence between iterations, so LLVM vectorises it as an
-# elementwise map (SIMD) without reassociating anything. One scratch serves a
-# whole projection (allocating it per pass cost 0.15 us a pass at n = 1000).
-# Inputs shorter than _LANES take the tail loop alone.
+# The order: entry i goes to lane i % _LANES of a lane row (one row per
+# accumulated quantity); the lanes are combined by a fixed tree (_fold_sum) and
+# the tail (n % _LANES entries) is added last, in index order. The inner loop
+# over the lanes has no dependence between iterations, so LLVM vectorises it as
+# an elementwise map (SIMD) without reassociating anything. The rows are arrays
+# on the pass's stack (``bracket.stack_lanes``), which LLVM keeps in vector
+# registers: rows in a heap scratch stayed in memory, and every pass waited on
+# store-to-load forwarding (2.5 and 3.7 times one np.sum for the stats and
+# select passes at n = 10^6; 64 lanes then, to hide that latency). Inputs
+# shorter than _LANES take the tail loop alone.
 
-_LANES = 64  # the folds below assume 64
-_LANE_ROWS = 6
+_LANES = 16  # the folds below assume 16
 
 # Block length of the two-step compaction (decide, then move).
 _COMPACT_BLOCK = 256
@@ -165,42 +168,33 @@ _MAX_PILOT_RATIO = 2.0**400
 _MIN_UNSCALED_SPREAD = 2.0**-450
 
 
-@njit(cache=True)
-def _lane_scratch(n):
-    """The (_LANE_ROWS, _LANES) scratch of one projection, 64-byte aligned
-    (no columns for n < _LANES, which never use it).
-
-    numba aligns arrays to 32 bytes only; lane rows straddling cache lines made
-    the vectorised loops up to twice as slow, by the luck of the address.
-    """
-    if n < _LANES:
-        return np.empty((_LANE_ROWS, 0))
-    raw = np.empty(_LANE_ROWS * _LANES + 8)
-    skip = (-(raw.ctypes.data >> 3)) & 7
-    return raw[skip : skip + _LANE_ROWS * _LANES].reshape((_LANE_ROWS, _LANES))
+@njit(cache=True, inline="always")
+def _lane_row():
+    """A lane row on the calling pass's stack (uninitialised)."""
+    return numba.carray(stack_lanes(_LANES), _LANES)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _fold_sum(row):
     """Sum of a lane row in a fixed tree order (halves added pairwise, a
     vectorised map each); overwrites the row."""
-    for w in (32, 16, 8, 4, 2, 1):
+    for w in (8, 4, 2, 1):
         for j in range(w):
             row[j] += row[j + w]
     return row[0]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _fold_min(row):
-    for w in (32, 16, 8, 4, 2, 1):
+    for w in (8, 4, 2, 1):
         for j in range(w):
             row[j] = min(row[j], row[j + w])
     return row[0]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _fold_max(row):
-    for w in (32, 16, 8, 4, 2, 1):
+    for w in (8, 4, 2, 1):
         for j in range(w):
             row[j] = max(row[j], row[j + w])
     return row[0]
@@ -246,18 +240,18 @@ def _stats_tail(x, start, n, scale, nonneg, c, sce, total, lo, hi, a, b):
 
 
 @njit(cache=True)
-def _stats_pass(x, n, scale, nonneg, c, sce, lanes):
+def _stats_pass(x, n, scale, nonneg, c, sce):
     """Over y = scale * x[:n]: sum, min, max, and the moments A = sum(e) and
     B = sum(e^2) of the deviations e = (y - c) * sce from a pilot centre c."""
     head = n - n % _LANES
     if head == 0:
         return _stats_tail(x, 0, n, scale, nonneg, c, sce, 0.0, np.inf, -np.inf, 0.0, 0.0)
     # (The lane loop must not sit inside a branch: LLVM then leaves it scalar.)
-    s0 = lanes[0]
-    s1 = lanes[1]
-    s2 = lanes[2]
-    mn = lanes[3]
-    mx = lanes[4]
+    s0 = _lane_row()
+    s1 = _lane_row()
+    s2 = _lane_row()
+    mn = _lane_row()
+    mx = _lane_row()
     for j in range(_LANES):
         s0[j] = 0.0
         s1[j] = 0.0
@@ -299,7 +293,7 @@ def _select_tail(x, start, n, scale, nonneg, keep_lo, m, t, mean, sc, delta, c, 
 
 
 @njit(cache=True)
-def _select_pass(x, n, scale, nonneg, keep_lo, m, t, mean, sc, delta, c, sce, lanes):
+def _select_pass(x, n, scale, nonneg, keep_lo, m, t, mean, sc, delta, c, sce):
     """The y = scale * x[:n] that a step keeps: y >= keep_lo and s(y) > 0.
 
     Branch-free, nothing moved. Returns their count, sum, min, max, and the
@@ -310,12 +304,12 @@ def _select_pass(x, n, scale, nonneg, keep_lo, m, t, mean, sc, delta, c, sce, la
     if head == 0:
         acc = (0.0, 0.0, np.inf, -np.inf, 0.0, 0.0)
         return _select_tail(x, 0, n, scale, nonneg, keep_lo, m, t, mean, sc, delta, c, sce, acc)
-    cn = lanes[0]
-    s0 = lanes[1]
-    s1 = lanes[2]
-    s2 = lanes[3]
-    mn = lanes[4]
-    mx = lanes[5]
+    cn = _lane_row()
+    s0 = _lane_row()
+    s1 = _lane_row()
+    s2 = _lane_row()
+    mn = _lane_row()
+    mx = _lane_row()
     for j in range(_LANES):
         cn[j] = 0.0
         s0[j] = 0.0
@@ -441,7 +435,7 @@ def _write_shape(x, scale, nonneg, l2, lo, m, t, mean, sc, delta, out):
 
 
 @njit(cache=True)
-def _hoyer_passes(x, scale, nonneg, rho, passes, k, total, lo, hi, delta, c2, lanes):
+def _hoyer_passes(x, scale, nonneg, rho, passes, k, total, lo, hi, delta, c2):
     """The paper's passes over all n entries of y = scale * x, from the support
     y >= lo described by (k, total, lo, hi, delta, c2), until s >= 0 on it.
 
@@ -465,17 +459,17 @@ def _hoyer_passes(x, scale, nonneg, rho, passes, k, total, lo, hi, delta, c2, la
         # The entries with s <= 0 leave the support (and never come back).
         c, sce = mean, sc
         k, total, lo, hi, a, b = _select_pass(
-            x, n, scale, nonneg, lo, m, t, mean, sc, delta, c, sce, lanes
+            x, n, scale, nonneg, lo, m, t, mean, sc, delta, c, sce
         )
         delta, c2, ok = _centred(k, total, lo, hi, c, a, b, sce)
         if not ok:
             c, sce = _mean_and_unit(k, total, lo, hi)
-            sel = _select_pass(x, n, scale, nonneg, lo, 1.0, 0.0, 0.0, 1.0, 0.0, c, sce, lanes)
+            sel = _select_pass(x, n, scale, nonneg, lo, 1.0, 0.0, 0.0, 1.0, 0.0, c, sce)
             delta, c2, ok = _centred(k, total, lo, hi, c, sel[4], sel[5], sce)
 
 
 @njit(cache=True)
-def _hoyer_into(x, scale, nonneg, rho, l2, out, total, lo, hi, delta, c2, lanes):
+def _hoyer_into(x, scale, nonneg, rho, l2, out, total, lo, hi, delta, c2):
     """The paper's algorithm: every pass reads all n entries (O(n x passes)).
 
     Starts from the full support described by ``total`` ... ``c2`` (see
@@ -486,7 +480,7 @@ def _hoyer_into(x, scale, nonneg, rho, l2, out, total, lo, hi, delta, c2, lanes)
     """
     n = x.shape[0]
     tied, passes, k, lo, m, t, mean, sc, delta = _hoyer_passes(
-        x, scale, nonneg, rho, 0, n, total, lo, hi, delta, c2, lanes
+        x, scale, nonneg, rho, 0, n, total, lo, hi, delta, c2
     )
     if not tied:
         _write_shape(x, scale, nonneg, l2, lo, m, t, mean, sc, delta, out)
@@ -501,13 +495,11 @@ def _hoyer_into(x, scale, nonneg, rho, l2, out, total, lo, hi, delta, c2, lanes)
             y[i] = -1.0
     c = 0.5 * (k - 1)
     sce = _power_of_two_scale(k - 1.0)
-    k, total, lo, hi, a, b = _select_pass(
-        y, n, 1.0, True, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, c, sce, lanes
-    )
+    k, total, lo, hi, a, b = _select_pass(y, n, 1.0, True, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, c, sce)
     delta, c2, _ = _centred(k, total, lo, hi, c, a, b, sce)
     # The ramp has no ties left (k = 1 is the flat case).
     _, passes, k, lo, m, t, mean, sc, delta = _hoyer_passes(
-        y, 1.0, True, rho, passes, k, total, lo, hi, delta, c2, lanes
+        y, 1.0, True, rho, passes, k, total, lo, hi, delta, c2
     )
     _write_shape(y, 1.0, True, l2, lo, m, t, mean, sc, delta, out)
     return passes
@@ -581,9 +573,7 @@ def _sorted_passes(b, k, rho, m, t, mean, sc, delta):
 
 
 @njit(cache=True)
-def _fast_shape_into(
-    x, scale, nonneg, rho, l2, out, max_filter_passes, total, lo, hi, delta, c2, lanes
-):
+def _fast_shape_into(x, scale, nonneg, rho, l2, out, max_filter_passes, total, lo, hi, delta, c2):
     """Fast exact projection of x (unscaled) into out.
 
     ``total``, ``lo``, ``hi``, ``delta`` and ``c2`` describe the scaled input
@@ -634,31 +624,31 @@ def _fast_shape_into(
             passes += extra
             kb = k
             c = out[k // 2]
-            total, lo, hi, a, b = _stats_pass(out, k, 1.0, True, c, sce, lanes)
+            total, lo, hi, a, b = _stats_pass(out, k, 1.0, True, c, sce)
         elif kb < 0 and 2 * k <= n:
             kb = _compact(x, n, scale, nonneg, lo, m, t, mean, sc, delta, out)
             k = kb
-            total, lo, hi, a, b = _stats_pass(out, k, 1.0, True, c, sce, lanes)
+            total, lo, hi, a, b = _stats_pass(out, k, 1.0, True, c, sce)
         elif kb < 0:
             k, total, lo, hi, a, b = _select_pass(
-                x, n, scale, nonneg, lo, m, t, mean, sc, delta, c, sce, lanes
+                x, n, scale, nonneg, lo, m, t, mean, sc, delta, c, sce
             )
         elif 2 * k <= kb:
             kb = _compact(out, kb, 1.0, True, lo, m, t, mean, sc, delta, out)
             k = kb
-            total, lo, hi, a, b = _stats_pass(out, k, 1.0, True, c, sce, lanes)
+            total, lo, hi, a, b = _stats_pass(out, k, 1.0, True, c, sce)
         else:
             k, total, lo, hi, a, b = _select_pass(
-                out, kb, 1.0, True, lo, m, t, mean, sc, delta, c, sce, lanes
+                out, kb, 1.0, True, lo, m, t, mean, sc, delta, c, sce
             )
         delta, c2, ok = _centred(k, total, lo, hi, c, a, b, sce)
         if not ok:
             # Two-pass moments: centred at the rounded mean, in units of the spread.
             c, sce = _mean_and_unit(k, total, lo, hi)
             if kb < 0:
-                sel = _select_pass(x, n, scale, nonneg, lo, 1.0, 0.0, 0.0, 1.0, 0.0, c, sce, lanes)
+                sel = _select_pass(x, n, scale, nonneg, lo, 1.0, 0.0, 0.0, 1.0, 0.0, c, sce)
             else:
-                sel = _select_pass(out, kb, 1.0, True, lo, 1.0, 0.0, 0.0, 1.0, 0.0, c, sce, lanes)
+                sel = _select_pass(out, kb, 1.0, True, lo, 1.0, 0.0, 0.0, 1.0, 0.0, c, sce)
             a, b = sel[4], sel[5]
             delta, c2, ok = _centred(k, total, lo, hi, c, a, b, sce)
     # The support is an upper set of y: exactly the y >= lo.
@@ -667,7 +657,7 @@ def _fast_shape_into(
 
 
 @njit(cache=True)
-def _scaled_stats(x, nonneg, lanes):
+def _scaled_stats(x, nonneg):
     """Scale, sum, min, max and centred moments of y = scale * x (or of
     scale * |x| for the signed variant), usually in one pass.
 
@@ -683,7 +673,7 @@ def _scaled_stats(x, nonneg, lanes):
     c = _sample_mean(x, 1.0, nonneg)
     total, lo, hi, a, b = np.inf, 0.0, 0.0, 0.0, 0.0
     if math.isfinite(c):
-        total, lo, hi, a, b = _stats_pass(x, n, 1.0, nonneg, c, 1.0, lanes)
+        total, lo, hi, a, b = _stats_pass(x, n, 1.0, nonneg, c, 1.0)
     if math.isfinite(total) and math.isfinite(b) and (lo == hi or hi - lo >= _MIN_UNSCALED_SPREAD):
         scale = _power_of_two_scale(max(abs(lo), abs(hi)))
         total *= scale
@@ -701,11 +691,11 @@ def _scaled_stats(x, nonneg, lanes):
                 return False, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0
             scale = _power_of_two_scale(maxabs)
         c = _sample_mean(x, scale, nonneg)
-        total, lo, hi, a, b = _stats_pass(x, n, scale, nonneg, c, 1.0, lanes)
+        total, lo, hi, a, b = _stats_pass(x, n, scale, nonneg, c, 1.0)
     delta, c2, ok = _centred(n, total, lo, hi, c, a, b, 1.0)
     if not ok:
         c, sce = _mean_and_unit(n, total, lo, hi)
-        a, b = _stats_pass(x, n, scale, nonneg, c, sce, lanes)[3:]
+        a, b = _stats_pass(x, n, scale, nonneg, c, sce)[3:]
         delta, c2, ok = _centred(n, total, lo, hi, c, a, b, sce)
     return True, scale, total, lo, hi, delta, c2
 
@@ -764,10 +754,11 @@ def project_vector(x, l1, l2, nonneg, method, out, max_filter_passes):
 def project_vector_guided(x, l1, l2, nonneg, method, out, max_filter_passes, guide):
     """:func:`project_vector` told the support size to expect (``guide``; 0:
     none). The fast method's bracketing path (n >= ``BRACKET_MIN_N``) then
-    centres its band there instead of on its sample's estimate, which a
-    heavy-tailed vector can throw far off (``bracket._sample_band``). The
-    guide moves only the band: the result is the same projection, with last
-    bits that may differ from the unguided call's."""
+    starts its Newton steps at the sample's order statistic of that rank
+    instead of at the threshold of the projected sample, which a heavy-tailed
+    vector can throw far off (``bracket.shape_into``), and needs fewer full
+    passes. The guide moves only the start: the result is the same
+    projection, with last bits that may differ from the unguided call's."""
     n = x.shape[0]
     if method == METHOD_FAST and n >= BRACKET_MIN_N:
         rho = l1 / l2
@@ -779,8 +770,7 @@ def project_vector_guided(x, l1, l2, nonneg, method, out, max_filter_passes, gui
                         if x[i] < 0.0:
                             out[i] = -out[i]
                 return STATUS_OK, passes
-    lanes = _lane_scratch(n)
-    finite, scale, total, lo, hi, delta, c2 = _scaled_stats(x, nonneg, lanes)
+    finite, scale, total, lo, hi, delta, c2 = _scaled_stats(x, nonneg)
     if not finite:
         return STATUS_NONFINITE, 0
     if _meets_targets(n, scale, total, lo, hi, delta, c2, l1, l2):
@@ -793,12 +783,12 @@ def project_vector_guided(x, l1, l2, nonneg, method, out, max_filter_passes, gui
         passes = _single_entry_into(x, nonneg, l2, out)
     elif method != METHOD_HOYER:
         passes = _fast_shape_into(
-            x, scale, nonneg, rho, l2, out, max_filter_passes, total, lo, hi, delta, c2, lanes
+            x, scale, nonneg, rho, l2, out, max_filter_passes, total, lo, hi, delta, c2
         )
     else:
         passes = -1
     if passes < 0:
-        passes = _hoyer_into(x, scale, nonneg, rho, l2, out, total, lo, hi, delta, c2, lanes)
+        passes = _hoyer_into(x, scale, nonneg, rho, l2, out, total, lo, hi, delta, c2)
     if not nonneg:
         for i in range(n):
             if x[i] < 0.0:
