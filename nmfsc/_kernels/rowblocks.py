@@ -59,7 +59,12 @@ def _row_value(g, b, x, n):
     p0 = p1 = p2 = p3 = 0.0
     head = n - n % 4
     for i in range(0, head, 4):
-        x0, x1, x2, x3 = float(x[i]), float(x[i + 1]), float(x[i + 2]), float(x[i + 3])
+        x0, x1, x2, x3 = (
+            np.float64(x[i]),
+            np.float64(x[i + 1]),
+            np.float64(x[i + 2]),
+            np.float64(x[i + 3]),
+        )
         q0 += x0 * x0
         q1 += x1 * x1
         q2 += x2 * x2
@@ -69,7 +74,7 @@ def _row_value(g, b, x, n):
         p2 += b[i + 2] * x2
         p3 += b[i + 3] * x3
     for i in range(head, n):
-        xi = float(x[i])
+        xi = np.float64(x[i])
         q0 += xi * xi
         p0 += b[i] * xi
     return 0.5 * g * ((q0 + q1) + (q2 + q3)) - ((p0 + p1) + (p2 + p3))
@@ -101,9 +106,9 @@ def sweep_rows(X, R, G, A, rule, l1, max_passes, b, new, D):
         stop = min(M, start + BLOCK)
         D[:, :] = 0.0
         for k in range(start, stop):
-            g = float(G[k, k])
+            g = np.float64(G[k, k])
             for j in range(BLOCK):
-                c[j] = float(G[k, start + j]) if start + j < k else 0.0
+                c[j] = np.float64(G[k, start + j]) if start + j < k else 0.0
             c0, c1, c2, c3, c4, c5, c6, c7 = c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
             Xk = X[k]
             Ak = A[k]
@@ -112,7 +117,7 @@ def sweep_rows(X, R, G, A, rule, l1, max_passes, b, new, D):
                 done = ((c0 * D0[i] + c1 * D1[i]) + (c2 * D2[i] + c3 * D3[i])) + (
                     (c4 * D4[i] + c5 * D5[i]) + (c6 * D6[i] + c7 * D7[i])
                 )
-                b[i] = (float(Ak[i]) - Rk[i] + g * float(Xk[i])) - done
+                b[i] = (np.float64(Ak[i]) - Rk[i] + g * np.float64(Xk[i])) - done
             finite = True
             for i in range(n):
                 finite &= math.isfinite(b[i])
@@ -147,15 +152,15 @@ def sweep_rows(X, R, G, A, rule, l1, max_passes, b, new, D):
                 decrease += before - after
                 d = D[k - start]
                 for i in range(n):
-                    old = float(Xk[i])
+                    old = np.float64(Xk[i])
                     Xk[i] = new[i]
-                    d[i] = float(Xk[i]) - old  # the change as stored (float32 rounds)
+                    d[i] = np.float64(Xk[i]) - old  # the change as stored (float32 rounds)
             else:
                 unchanged += 1
         # R += G[:, start:stop] D, every row of R, the block's changes at once.
         for r in range(M):
             for j in range(BLOCK):
-                c[j] = float(G[r, start + j]) if start + j < stop else 0.0
+                c[j] = np.float64(G[r, start + j]) if start + j < stop else 0.0
             c0, c1, c2, c3, c4, c5, c6, c7 = c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
             Rr = R[r]
             for i in range(n):

@@ -81,20 +81,34 @@ def gradient_step_into(X, G, mu, out):
 
 
 @njit(cache=True)
-def gradient_step_columns_into(X, G, mu, out, norms):
-    """``out = (X - mu * G)^T`` (X, G: N x M; out: M x N, one trial column of
-    W per row, the layout the projection reads) and ``norms[k] = ||out[k]||_2``,
-    the L2 norm each column is projected at. X is read row by row; each
-    column's sum of squares runs in index order, the M sums interleaved."""
-    N, M = X.shape
-    squares = np.zeros(M)
-    for i in range(N):
-        for k in range(M):
-            v = X[i, k] - mu * G[i, k]
-            out[k, i] = v
-            squares[k] += float(out[k, i]) * float(out[k, i])
-    for k in range(M):
-        norms[k] = math.sqrt(squares[k])
+def gradient_step_rows_into(X, G, mu, out, norms):
+    """``out = X - mu * G`` (the trial of a projected gradient step on the rows
+    of X, as :func:`gradient_step_into`) and ``norms[k] = ||out[k]||_2``, the
+    L2 norm each row is projected at (four accumulators, a fixed order).
+    Returns whether every norm is positive and finite (a row that is zero or
+    overflowed cannot be projected at its own norm)."""
+    rows, cols = X.shape
+    ok = True
+    head = cols - cols % 4
+    for k in range(rows):
+        for i in range(cols):
+            out[k, i] = X[k, i] - mu * G[k, i]
+        # The squares of the entries as stored (a float32 row is rounded).
+        row = out[k]
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for i in range(0, head, 4):
+            s0 += np.float64(row[i]) * np.float64(row[i])
+            s1 += np.float64(row[i + 1]) * np.float64(row[i + 1])
+            s2 += np.float64(row[i + 2]) * np.float64(row[i + 2])
+            s3 += np.float64(row[i + 3]) * np.float64(row[i + 3])
+        for i in range(head, cols):
+            s0 += np.float64(row[i]) * np.float64(row[i])
+        norms[k] = math.sqrt((s0 + s1) + (s2 + s3))
+        ok &= norms[k] > 0.0 and math.isfinite(norms[k])
+    return ok
 
 
 @njit(cache=True, error_model="numpy")
@@ -239,8 +253,10 @@ def compressed_quotient(indptr, indices, data, scale, A, B, eps, out, with_diver
 
 @njit(cache=True)
 def inner_f64(A, B):
-    """``sum(A * B)`` of two 2-D arrays of the same shape, accumulated in
-    float64 (whatever their dtype) with four partial sums per row."""
+    """``sum(A * B)`` of two 2-D arrays of the same shape, computed in float64
+    (products and sums, whatever their dtype) with four partial sums per row.
+    (``np.float64(a)``, not ``float(a)``: numba's ``float`` of a float32
+    keeps it float32, and the products would be rounded to float32.)"""
     rows, cols = A.shape
     total = 0.0
     for i in range(rows):
@@ -250,13 +266,13 @@ def inner_f64(A, B):
         s3 = 0.0
         j = 0
         while j + 4 <= cols:
-            s0 += float(A[i, j]) * float(B[i, j])
-            s1 += float(A[i, j + 1]) * float(B[i, j + 1])
-            s2 += float(A[i, j + 2]) * float(B[i, j + 2])
-            s3 += float(A[i, j + 3]) * float(B[i, j + 3])
+            s0 += np.float64(A[i, j]) * np.float64(B[i, j])
+            s1 += np.float64(A[i, j + 1]) * np.float64(B[i, j + 1])
+            s2 += np.float64(A[i, j + 2]) * np.float64(B[i, j + 2])
+            s3 += np.float64(A[i, j + 3]) * np.float64(B[i, j + 3])
             j += 4
         while j < cols:
-            s0 += float(A[i, j]) * float(B[i, j])
+            s0 += np.float64(A[i, j]) * np.float64(B[i, j])
             j += 1
         total += (s0 + s1) + (s2 + s3)
     return total

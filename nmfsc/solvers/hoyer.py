@@ -275,25 +275,27 @@ class HoyerSteps(SquaredErrorSteps):
                 return None, mu, before, None
 
     def _w_projected(self, W, H, mu, HHt=None):
-        """The projected gradient W step. The trials are formed, projected and
-        evaluated as columns (rows of an M x N array, the projection's layout):
-        E(W', H) = 0.5 (||V||^2 - 2 <H V^T, W'^T> + <H H^T, C C^T>) with
-        C = W'^T, and only the accepted trial is transposed back. E before the
-        step uses <H H^T, W^T W> = <W H H^T, W>, from the product the gradient
-        needs anyway."""
-        VHt = self.data.vht(H)
+        """The projected gradient W step, taken on C = W^T (M x N, one column
+        of W per row: the projection's layout), with the gradient
+        dC = H H^T C - H V^T and
+
+            E(C^T, H) = 0.5 (||V||^2 - 2 <H V^T, C> + <H H^T, C C^T>);
+
+        E before the step uses <H H^T, C C^T> = <H H^T C, C>, from the product
+        the gradient needs anyway, and only the accepted trial is transposed
+        back into W."""
+        HVt = np.ascontiguousarray(self.data.vht(H).T)
         HHt = H @ H.T if HHt is None else HHt
-        HVt = np.ascontiguousarray(VHt.T)
-        dW = W @ HHt
-        before = 0.5 * (self.vv - 2.0 * inner(VHt, W) + inner(dW, W))
-        dW -= VHt
-        guide = support_sizes(W, axis=0)
-        columns = np.empty((W.shape[1], W.shape[0]), dtype=W.dtype)
-        norms = np.empty(W.shape[1])
+        C = np.ascontiguousarray(W.T)
+        dC = HHt @ C
+        before = 0.5 * (self.vv - 2.0 * inner(HVt, C) + inner(dC, C))
+        dC -= HVt
+        guide = _bracket.row_supports(C)
+        trial = np.empty_like(C)
+        norms = np.empty(C.shape[0])
         while True:
-            _k.gradient_step_columns_into(W, dW, mu, columns, norms)
-            if np.all(norms > 0) and np.all(np.isfinite(norms)):
-                projected = self.proj_w.rows(columns, norms, guide)
+            if _k.gradient_step_rows_into(C, dC, mu, trial, norms):
+                projected = self.proj_w.rows(trial, norms, guide)
                 if projected is not None:
                     quad = projected @ projected.T
                     after = expanded_objective(self.vv, HVt, projected, HHt, False, quad)
