@@ -148,15 +148,24 @@ def fmt_time(seconds):
 def cpu_target():
     """The CPU LLVM compiles the kernels for, and its widest vector extension:
     the kernels' speed depends on it (the lane loops vectorise differently
-    with AVX2 and AVX-512)."""
+    with AVX2 and AVX-512). Honours numba's ``NUMBA_CPU_NAME`` and
+    ``NUMBA_CPU_FEATURES`` (code for another CPU than the host's, e.g. AVX2
+    only on an AVX-512 machine) and says when numpy's own dispatch is limited
+    by ``NPY_DISABLE_CPU_FEATURES``."""
     import llvmlite.binding as llvm
+    from numba.core import config
 
-    name = llvm.get_host_cpu_name()
-    features = llvm.get_host_cpu_features()
+    name = config.CPU_NAME or llvm.get_host_cpu_name()
+    if config.CPU_FEATURES:
+        features = {f[1:]: f[0] == "+" for f in config.CPU_FEATURES.split(",") if f}
+    else:
+        features = llvm.get_host_cpu_features()
     widest = next(
         (ext for ext in ("avx512f", "avx2", "avx", "sse2") if features.get(ext, False)), "none"
     )
-    return f"LLVM target {name}, {widest}"
+    numpy_off = os.environ.get("NPY_DISABLE_CPU_FEATURES")
+    limited = f"; numpy without {numpy_off}" if numpy_off else ""
+    return f"LLVM target {name}, {widest}{limited}"
 
 
 def machine():
