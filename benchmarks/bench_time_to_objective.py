@@ -25,7 +25,7 @@ objectives (target: the accelerated one no worse). Each run is measured once
 warm-up run of both (numba compilation): on a machine shared with other jobs the
 ratio varies with the load. The curves (objective against time, log axes) are
 saved as ``benchmarks/time_to_objective.png`` (the first seed's runs). With
-several seeds, a last line per data set gives the smallest ratio. """
+several seeds, a last line per data set gives the smallest ratio."""
 
 import argparse
 import sys

@@ -290,7 +290,7 @@ class HoyerSteps(SquaredErrorSteps):
         dC = HHt @ C
         before = 0.5 * (self.vv - 2.0 * inner(HVt, C) + inner(dC, C))
         dC -= HVt
-        guide = _bracket.row_supports(C)
+        guide = support_sizes(C, axis=1)
         trial = np.empty_like(C)
         norms = np.empty(C.shape[0])
         while True:
