@@ -338,4 +338,3 @@ def test_support_counts_are_count_nonzero(dtype):
     X[1, 5] = -0.0
     X[2, 7] = np.float32(1e-45) if dtype == np.float32 else 5e-324
     np.testing.assert_array_equal(bracket.row_supports(X), np.count_nonzero(X, axis=1))
-    np.testing.assert_array_equal(bracket.column_supports(X), np.count_nonzero(X, axis=0))

@@ -259,28 +259,21 @@ def _count_above(z, t):
     return count
 
 
-@intrinsic
-def _float_bits(typingctx, value):
-    """The bits of a float64 as an int64."""
-    if value != types.float64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.int64))
-
-    return types.int64(types.float64), codegen
+# The bit-for-bit partner of each type in a reinterpreting cast.
+_BITCAST = {types.float64: types.int64, types.int64: types.float64}
 
 
 @intrinsic
-def _bits_float(typingctx, bits):
-    """The float64 with the bits of an int64."""
-    if bits != types.int64:
+def _bitcast(typingctx, value):
+    """The bits of a float64 as an int64, or of an int64 as a float64."""
+    target = _BITCAST.get(value)
+    if target is None:
         return None
 
     def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
+        return builder.bitcast(args[0], context.get_value_type(target))
 
-    return types.float64(types.int64), codegen
+    return target(value), codegen
 
 
 _MAGNITUDE = 0x7FFFFFFFFFFFFFFF
@@ -291,13 +284,13 @@ def _key(value):
     """An int64 that orders as the float64 does (about its logarithm): the
     bits, with the magnitude's flipped for a negative value. Its own inverse
     (:func:`_unkey`)."""
-    bits = _float_bits(value)
+    bits = _bitcast(value)
     return bits ^ ((bits >> 63) & _MAGNITUDE)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _unkey(key):
-    return _bits_float(key ^ ((key >> 63) & _MAGNITUDE))
+    return _bitcast(key ^ ((key >> 63) & _MAGNITUDE))
 
 
 @njit(cache=True, error_model="numpy")
@@ -796,15 +789,4 @@ def row_supports(X):
         for j in range(X.shape[1]):
             count += X[i, j] != 0
         out[i] = count
-    return out
-
-
-@njit(cache=True, error_model="numpy")
-def column_supports(X):
-    """The non-zero entries of each column of C-ordered X (int64):
-    ``np.count_nonzero(X, axis=0)``, row by row."""
-    out = np.zeros(X.shape[1], np.int64)
-    for i in range(X.shape[0]):
-        for j in range(X.shape[1]):
-            out[j] += X[i, j] != 0
     return out

@@ -140,14 +140,12 @@ class _Projector:
         return out
 
 
-def support_sizes(X, axis):
-    """The non-zero entries of each row (``axis=1``) or column (``axis=0``) of
-    a projected factor, as int64: the guide for the projection of a trial
-    stepped from it (:meth:`_Projector.rows`). Computed from the factor
-    itself, so a resumed run guides its projections exactly as the
-    uninterrupted run did."""
-    X = np.ascontiguousarray(X)
-    return _bracket.row_supports(X) if axis == 1 else _bracket.column_supports(X)
+def support_sizes(X):
+    """The non-zero entries of each row of a projected factor (H, or C = W^T),
+    as int64: the guide for the projection of a trial stepped from it
+    (:meth:`_Projector.rows`). Computed from the factor itself, so a resumed
+    run guides its projections exactly as the uninterrupted run did."""
+    return _bracket.row_supports(np.ascontiguousarray(X))
 
 
 class HoyerSteps(SquaredErrorSteps):
@@ -258,7 +256,7 @@ class HoyerSteps(SquaredErrorSteps):
         before = energy(H, self._h_gram(H))
         dH = WtW @ H
         dH -= WtV
-        guide = support_sizes(H, axis=1)
+        guide = support_sizes(H)
         trial = np.empty_like(H)
         while True:
             _k.gradient_step_into(H, dH, mu, trial)
@@ -290,7 +288,7 @@ class HoyerSteps(SquaredErrorSteps):
         dC = HHt @ C
         before = 0.5 * (self.vv - 2.0 * inner(HVt, C) + inner(dC, C))
         dC -= HVt
-        guide = support_sizes(C, axis=1)
+        guide = support_sizes(C)
         trial = np.empty_like(C)
         norms = np.empty(C.shape[0])
         while True:
