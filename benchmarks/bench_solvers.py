@@ -244,8 +244,10 @@ def bench_trial_projection(repeats, calls=20):
     """The projection of one trial of H on the natural shape (issue 14, point 3):
     the rows H - mu dH after 40 iterations of nmf_sc (s_H = 0.85) on the
     benchmark's data, projected by the kernel unguided (project_batch's path)
-    and guided by H's support sizes (nmf_sc's path), against one np.sum per
-    row. Interleaved, best of ``repeats`` rounds of ``calls`` calls each."""
+    and guided by H's support sizes, against one np.sum per row; and the
+    whole step, numpy's trial then the guided kernel against the fused kernel
+    that forms each trial row just before projecting it (nmf_sc's path).
+    Interleaved, best of ``repeats`` rounds of ``calls`` calls each."""
     from nmfsc._kernels import bracket, projection
     from nmfsc.sparseness import l1_for_sparseness
 
@@ -254,7 +256,9 @@ def bench_trial_projection(repeats, calls=20):
     V /= V.max()
     res = nmfsc.nmf_sc(V, M, **params, **_opts(40))
     W, H = res.W, res.H
-    X = np.ascontiguousarray(H - res.step_sizes[1] * ((W.T @ W) @ H - W.T @ V))
+    mu = res.step_sizes[1]
+    dH = (W.T @ W) @ H - W.T @ V
+    X = np.ascontiguousarray(H - mu * dH)
     guide = bracket.row_supports(H)
     T = shape[1]
     rho = l1_for_sparseness(params["sparseness_h"], T)
@@ -263,9 +267,16 @@ def bench_trial_projection(repeats, calls=20):
     status, passes = np.zeros(M, np.int64), np.zeros(M, np.int64)
     max_passes = projection.max_filter_passes(T)
     common = (X, l1, l2, True, projection.METHOD_FAST, out, status, passes, max_passes)
+    row = np.empty(T)
+    step = (H, dH, mu, rho, False, projection.METHOD_FAST, out, status, passes, max_passes)
     runners = {
         "unguided": lambda: projection.project_rows(*common),
         "guided": lambda: projection.project_rows_guided(*common, guide),
+        "step": lambda: (
+            np.subtract(H, mu * dH, out=X),
+            projection.project_rows_guided(*common, guide),
+        ),
+        "fused": lambda: projection.project_step_rows(*step, guide, row),
         "np.sum": lambda: [np.sum(row) for row in X],
     }
     best = dict.fromkeys(runners, np.inf)
@@ -291,11 +302,17 @@ def bench_trial_projection(repeats, calls=20):
     print("|---|---:|---:|---:|")
     for key, title in [
         ("unguided", "unguided (project_batch's path)"),
-        ("guided", "guided by H's support sizes (nmf_sc's path)"),
+        ("guided", "guided by H's support sizes"),
     ]:
         ratio = best[key] / best["np.sum"]
         print(f"| {title} | {fmt_time(best[key])} | {ratio:.1f} | {taken[key]} / {M} |")
     print(f"| {M} np.sum, one per row | {fmt_time(best['np.sum'])} | 1.0 | |\n")
+    print(
+        "With the trial formed from H and dH (nmf_sc's step): numpy's H - mu dH, then the "
+        f"guided kernel {fmt_time(best['step'])}; the fused kernel, which forms each trial "
+        f"row just before projecting it (`project_step_rows`, nmf_sc's path, the same bits) "
+        f"{fmt_time(best['fused'])} ({best['step'] / best['fused']:.2f}x).\n"
+    )
 
 
 def _rel(a, b):

@@ -338,3 +338,75 @@ def test_support_counts_are_count_nonzero(dtype):
     X[1, 5] = -0.0
     X[2, 7] = np.float32(1e-45) if dtype == np.float32 else 5e-324
     np.testing.assert_array_equal(bracket.row_supports(X), np.count_nonzero(X, axis=1))
+
+
+def _step_rows(X, G, mu, l1_unit, own_norm, guide, dtype=np.float64):
+    """projection.project_step_rows on fresh buffers: (out, status, passes)."""
+    rows = X.shape[0]
+    out = np.empty(X.shape, dtype)
+    status, passes = np.zeros(rows, np.int64), np.zeros(rows, np.int64)
+    maxp = kernels.max_filter_passes(X.shape[1])
+    row = np.empty(X.shape[1], dtype)
+    kernels.project_step_rows(
+        X, G, mu, l1_unit, own_norm, kernels.METHOD_FAST, out, status, passes, maxp, guide, row
+    )
+    return out, status, passes
+
+
+@pytest.mark.parametrize("shape", [(1, 5), (3, 7), (25, 361), (6, 2576), (4, 10000)])
+def test_step_rows_is_the_numpy_trial_projected(shape):
+    # nmf_sc's fused step: the trial X - mu G formed row by row inside the
+    # kernel gives the same bits as numpy's trial (multiply, then subtract)
+    # projected by project_rows_guided; at each row's own norm (W's columns)
+    # the same projection to rounding of that norm's sum of squares.
+    rng = np.random.default_rng(sum(shape))
+    X, G = rng.random(shape), 0.3 * rng.standard_normal(shape)
+    mu = 0.37
+    n = shape[1]
+    l1_unit = l1_for_sparseness(0.6, n) if n > 1 else 1.0
+    guide = np.count_nonzero(X, axis=1).astype(np.int64)
+    trial = X - mu * G
+    M = shape[0]
+    maxp = kernels.max_filter_passes(n)
+    expected = np.empty(shape)
+    status = np.zeros(M, np.int64)
+    args = (np.full(M, l1_unit), np.ones(M), True, kernels.METHOD_FAST, expected, status)
+    kernels.project_rows_guided(trial, *args, np.zeros(M, np.int64), maxp, guide)
+    out, st, _ = _step_rows(X, G, mu, l1_unit, False, guide)
+    assert not st.any()
+    np.testing.assert_array_equal(out, expected)
+    # At each row's own norm.
+    norms = np.linalg.norm(trial, axis=1)
+    out, st, _ = _step_rows(X, G, mu, l1_unit, True, guide)
+    assert not st.any()
+    for r in range(M):
+        want = project(trial[r], l1_unit * norms[r], norms[r])
+        np.testing.assert_allclose(out[r], want, rtol=1e-13, atol=1e-13 * norms[r])
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), norms, rtol=1e-12)
+    # float32: the trial rounded once from float64, the same projection.
+    X32, G32 = X.astype(np.float32), G.astype(np.float32)
+    trial32 = (X32.astype(np.float64) - mu * G32.astype(np.float64)).astype(np.float32)
+    out32, st, _ = _step_rows(X32, G32, mu, l1_unit, False, guide, np.float32)
+    assert not st.any() and out32.dtype == np.float32
+    for r in range(M):
+        want = project(trial32[r].astype(np.float64), l1_unit, 1.0)
+        np.testing.assert_allclose(out32[r], want, rtol=1e-5, atol=1e-6)
+
+
+def test_step_rows_flags_rows_without_a_norm_or_not_finite():
+    # A trial row that is zero or overflows has no norm to be projected at,
+    # and a NaN row cannot be projected: each gets a non-OK status (nmf_sc
+    # then retries with a smaller step), the other rows are projected.
+    X = np.ones((4, 6))
+    G = np.zeros((4, 6))
+    G[0] = 1.0  # row 0 of the trial is zero
+    G[1, 2] = -1e308  # row 1 overflows at mu = 10
+    G[2, 3] = np.nan
+    guide = np.zeros(4, np.int64)
+    l1_unit = l1_for_sparseness(0.5, 6)
+    out, status, _ = _step_rows(X, G, 1.0, l1_unit, True, guide)
+    assert status[0] != kernels.STATUS_OK and status[3] == kernels.STATUS_OK
+    _, status, _ = _step_rows(X, G, 10.0, l1_unit, True, guide)
+    assert status[1] != kernels.STATUS_OK and status[2] != kernels.STATUS_OK
+    _, status, _ = _step_rows(X, G, 1.0, l1_unit, False, guide)
+    assert status[2] != kernels.STATUS_OK and status[3] == kernels.STATUS_OK

@@ -90,37 +90,6 @@ def test_multiplicative_update_into_and_scale_rows_match_numpy_and_the_in_place_
     np.testing.assert_array_equal(W[:, 2], W_expected[:, 2])
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (25, 130), (49, 361)])
-def test_gradient_step_kernels_match_numpy(shape):
-    # The fused trial of nmf_sc's projected steps: the same bits as numpy's
-    # multiply-then-subtract in float64, and for W's columns (held as rows)
-    # the norms the projection takes, to rounding of the sum of squares.
-    rng = np.random.default_rng(sum(shape))
-    X, G = rng.random(shape), rng.standard_normal(shape)
-    mu = 0.37
-    out = np.empty(shape)
-    k.gradient_step_into(X, G, mu, out)
-    np.testing.assert_array_equal(out, X - mu * G)
-    rows, norms = np.empty(shape), np.empty(shape[0])
-    assert k.gradient_step_rows_into(X, G, mu, rows, norms)
-    np.testing.assert_array_equal(rows, X - mu * G)
-    np.testing.assert_allclose(norms, np.linalg.norm(X - mu * G, axis=1), rtol=1e-14)
-    rows32 = np.empty(shape, dtype=np.float32)
-    assert k.gradient_step_rows_into(X.astype(np.float32), G.astype(np.float32), mu, rows32, norms)
-    np.testing.assert_allclose(rows32, X - mu * G, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(norms, np.linalg.norm(rows32.astype(np.float64), axis=1), rtol=1e-14)
-
-
-def test_gradient_step_rows_reports_rows_that_cannot_be_projected():
-    X = np.ones((3, 5))
-    norms = np.empty(3)
-    assert not k.gradient_step_rows_into(X, X, 1.0, np.empty((3, 5)), norms)  # a zero row
-    G = np.zeros((3, 5))
-    G[1, 2] = -1e308
-    assert not k.gradient_step_rows_into(X, G, 10.0, np.empty((3, 5)), norms)  # overflow
-    assert k.gradient_step_rows_into(X, G * 0, 1.0, np.empty((3, 5)), norms)
-
-
 def test_inner_f64_multiplies_float32_entries_in_float64():
     # numba's float() of a float32 stays float32: the products must not be
     # rounded to float32 before they are summed.

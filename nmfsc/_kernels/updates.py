@@ -67,50 +67,6 @@ def scale_rows_to_unit_l2(H, W, row_ss):
                 W[i, j] *= norm
 
 
-@njit(cache=True)
-def gradient_step_into(X, G, mu, out):
-    """``out = X - mu * G`` in one pass: the trial of a projected gradient step
-    before its projection. For float64 these are the same two roundings, mu *
-    G then the difference, as numpy's ``np.multiply`` then ``np.subtract``,
-    without the intermediate array; float32 entries are computed in float64
-    and rounded once."""
-    rows, cols = X.shape
-    for i in range(rows):
-        for j in range(cols):
-            out[i, j] = X[i, j] - mu * G[i, j]
-
-
-@njit(cache=True)
-def gradient_step_rows_into(X, G, mu, out, norms):
-    """``out = X - mu * G`` (the trial of a projected gradient step on the rows
-    of X, as :func:`gradient_step_into`) and ``norms[k] = ||out[k]||_2``, the
-    L2 norm each row is projected at (four accumulators, a fixed order).
-    Returns whether every norm is positive and finite (a row that is zero or
-    overflowed cannot be projected at its own norm)."""
-    rows, cols = X.shape
-    ok = True
-    head = cols - cols % 4
-    for k in range(rows):
-        for i in range(cols):
-            out[k, i] = X[k, i] - mu * G[k, i]
-        # The squares of the entries as stored (a float32 row is rounded).
-        row = out[k]
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
-        for i in range(0, head, 4):
-            s0 += np.float64(row[i]) * np.float64(row[i])
-            s1 += np.float64(row[i + 1]) * np.float64(row[i + 1])
-            s2 += np.float64(row[i + 2]) * np.float64(row[i + 2])
-            s3 += np.float64(row[i + 3]) * np.float64(row[i + 3])
-        for i in range(head, cols):
-            s0 += np.float64(row[i]) * np.float64(row[i])
-        norms[k] = math.sqrt((s0 + s1) + (s2 + s3))
-        ok &= norms[k] > 0.0 and math.isfinite(norms[k])
-    return ok
-
-
 @njit(cache=True, error_model="numpy")
 def outer_sum_update(X, num, r, c):
     """``X[i, j] *= num[i, j] / (r[i] + c[j])``.

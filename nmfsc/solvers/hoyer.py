@@ -97,40 +97,54 @@ class _Projector:
         self.ones = np.ones(count)
         self.max_passes = _proj.max_filter_passes(n)
 
-    def rows(self, X, l2=None, guide=None):
-        """Project the rows of contiguous X onto L2 = l2 (default 1), L1 = l1_unit * l2.
+    def rows(self, X):
+        """Project the rows of contiguous X onto L2 = 1, L1 = l1_unit (the
+        start's projection). Returns the projected rows (a buffer: copy
+        before the next call), or None if some row is not finite. The kernel
+        computes in float64 per row; with float32 rows it writes float32
+        results (the targets then hold to float32's precision)."""
+        return self._in_groups(X, partial(self._project, X, self.l1_unit * self.ones))
 
-        ``guide``: the support size to expect in each row (int64), e.g. that
-        of the projected factor the trial steps from (:func:`support_sizes`);
-        it speeds up long rows whose values are heavy-tailed and moves only the
-        last bits (``projection.project_vector_guided``). Returns the
-        projected rows (a buffer: copy before the next call), or None if some
-        row is not finite. The kernel computes in float64 per row; with
-        float32 rows it writes float32 results (the targets then hold to
-        float32's precision).
-        """
-        l2 = self.ones if l2 is None else l2
-        l1 = self.l1_unit * l2
+    def step_rows(self, X, G, mu, guide, own_norm=False):
+        """:meth:`rows` of the trial ``X - mu * G`` of a projected gradient
+        step, at unit L2 norm or, with ``own_norm``, each row at its own
+        (``projection.project_step_rows``: the trial is formed row by row
+        inside the kernel and never stored whole). ``guide``: the support
+        size to expect in each row (int64), that of the factor X
+        (:func:`support_sizes`); it speeds up long rows whose values are
+        heavy-tailed and moves only the last bits
+        (``projection.project_vector_guided``). Returns the projected rows
+        (a buffer, as :meth:`rows`), or None if some trial row is not finite
+        or has no norm to project at."""
+        return self._in_groups(X, partial(self._step, X, G, mu, guide, own_norm))
+
+    def _in_groups(self, X, task):
+        """Run ``task(a, b)`` on groups of X's rows, one group per thread when X
+        is large (the kernels release the GIL); the projected rows, or None."""
         if self.out is None:
             self.out = np.empty(self.shape, dtype=self.dtype)
-        count = X.shape[0]
         groups = threads() if X.size >= PARALLEL_ENTRIES else 1
-        run_groups(
-            [partial(self._project, X, l1, l2, guide, a, b) for a, b in split(count, groups)]
-        )
+        run_groups([partial(task, a, b) for a, b in split(X.shape[0], groups)])
         if np.any(self.status != _proj.STATUS_OK):
             return None
         return self.out
 
-    def _project(self, X, l1, l2, guide, a, b):
-        """Rows a..b-1 (the kernels release the GIL: groups run on several threads)."""
+    def _project(self, X, l1, a, b):
+        """Rows a..b-1 of :meth:`rows`."""
         rows = slice(a, b)
-        args = (X[rows], l1[rows], l2[rows], True, _proj.METHOD_FAST, self.out[rows])
-        args += (self.status[rows], self.passes[rows], self.max_passes)
-        if guide is None:
-            _proj.project_rows(*args)
-        else:
-            _proj.project_rows_guided(*args, guide[rows])
+        _proj.project_rows(
+            X[rows], l1[rows], self.ones[rows], True, _proj.METHOD_FAST, self.out[rows],
+            self.status[rows], self.passes[rows], self.max_passes,
+        )  # fmt: skip
+
+    def _step(self, X, G, mu, guide, own_norm, a, b):
+        """Rows a..b-1 of :meth:`step_rows`, with a row of scratch of their own."""
+        rows = slice(a, b)
+        row = np.empty(self.shape[1], dtype=self.dtype)
+        _proj.project_step_rows(
+            X[rows], G[rows], mu, self.l1_unit, own_norm, _proj.METHOD_FAST, self.out[rows],
+            self.status[rows], self.passes[rows], self.max_passes, guide[rows], row,
+        )  # fmt: skip
 
     def take(self):
         """The last projected rows as a new array of the caller's (no copy: the
@@ -257,10 +271,8 @@ class HoyerSteps(SquaredErrorSteps):
         dH = WtW @ H
         dH -= WtV
         guide = support_sizes(H)
-        trial = np.empty_like(H)
         while True:
-            _k.gradient_step_into(H, dH, mu, trial)
-            projected = self.proj_h.rows(trial, guide=guide)
+            projected = self.proj_h.step_rows(H, dH, mu, guide)
             if projected is not None:
                 quad = projected @ projected.T
                 after = energy(projected, quad)
@@ -289,18 +301,15 @@ class HoyerSteps(SquaredErrorSteps):
         before = 0.5 * (self.vv - 2.0 * inner(HVt, C) + inner(dC, C))
         dC -= HVt
         guide = support_sizes(C)
-        trial = np.empty_like(C)
-        norms = np.empty(C.shape[0])
         while True:
-            if _k.gradient_step_rows_into(C, dC, mu, trial, norms):
-                projected = self.proj_w.rows(trial, norms, guide)
-                if projected is not None:
-                    quad = projected @ projected.T
-                    after = expanded_objective(self.vv, HVt, projected, HHt, False, quad)
-                    if after <= before:
-                        W_new = np.ascontiguousarray(self.proj_w.take().T)
-                        self._w_gram.keep(W_new, quad)
-                        return W_new, mu * MU_GROWTH, after
+            projected = self.proj_w.step_rows(C, dC, mu, guide, own_norm=True)
+            if projected is not None:
+                quad = projected @ projected.T
+                after = expanded_objective(self.vv, HVt, projected, HHt, False, quad)
+                if after <= before:
+                    W_new = np.ascontiguousarray(self.proj_w.take().T)
+                    self._w_gram.keep(W_new, quad)
+                    return W_new, mu * MU_GROWTH, after
             mu /= 2.0
             if not MU_MIN <= mu < np.inf:  # also ends the loop for a NaN or infinite mu
                 return None, mu, before
