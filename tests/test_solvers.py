@@ -281,6 +281,30 @@ def test_euclidean_history_is_the_objective_of_the_returned_factors(V, solver, o
     assert result.objective[-1] == pytest.approx(exact, rel=1e-12)
 
 
+@pytest.mark.parametrize("s_h", [None, 0.5])
+@pytest.mark.parametrize("mu_w", [1.0, 1e300])
+def test_one_component_steps_leave_the_state_unmodified(V, s_h, mu_w):
+    """With M = 1, W^T of the start's projection is a view of the projector's
+    buffer: W must be taken from it, or the W step's trials, written into that
+    buffer, overwrite the state's W (a rejected trial then moves W without a
+    descent test, and the W^T W kept for that array goes stale). A step makes
+    new arrays and leaves the state's untouched, whether a trial is accepted
+    (mu_W = 1) or every one is rejected (mu_W = 1e300 halves to below 1e-200)."""
+    from nmfsc.solvers._data import make_data
+    from nmfsc.solvers.hoyer import HoyerSteps
+
+    rng = np.random.default_rng(0)
+    steps = HoyerSteps(make_data(V, float(V.max())), 1, 0.6, s_h)
+    W0, H0 = np.abs(rng.standard_normal((V.shape[0], 1))), rng.random((1, V.shape[1]))
+    state = steps.initialize(W0, H0)
+    steps.start(state)
+    state = {**state, "mu_W": mu_w}
+    before = {key: np.copy(value) for key, value in state.items()}
+    steps.step(state)
+    for key, value in before.items():
+        np.testing.assert_array_equal(state[key], value, err_msg=key)
+
+
 def test_column_gram_is_computed_once_per_array():
     from nmfsc.solvers._objective import ColumnGram
 

@@ -194,7 +194,10 @@ class HoyerSteps(SquaredErrorSteps):
         norms = np.linalg.norm(H, axis=1, keepdims=True)
         H = H / np.where(norms > 0, norms, 1.0)  # a zero row stays zero
         if self.proj_w is not None:
-            W = np.ascontiguousarray(self.proj_w.rows(np.ascontiguousarray(W.T)).T)
+            # Taken, not borrowed: with one component W^T's buffer would stay
+            # the projector's, and the first W step's trials would overwrite W.
+            projected = self.proj_w.rows(np.ascontiguousarray(W.T))
+            W = W if projected is None else np.ascontiguousarray(self.proj_w.take().T)
         if self.proj_h is not None:
             H = self.proj_h.rows(np.ascontiguousarray(H))
             H = H if H is None else self.proj_h.take()
@@ -291,14 +294,15 @@ class HoyerSteps(SquaredErrorSteps):
 
             E(C^T, H) = 0.5 (||V||^2 - 2 <H V^T, C> + <H H^T, C C^T>);
 
-        E before the step uses <H H^T, C C^T> = <H H^T C, C>, from the product
-        the gradient needs anyway, and only the accepted trial is transposed
-        back into W."""
+        E before the step by the same expansion as the trials' (C C^T = W^T W,
+        kept from the step that made W), so that the acceptance test compares
+        two values rounded alike; only the accepted trial is transposed back
+        into W."""
         HVt = np.ascontiguousarray(self.data.vht(H).T)
         HHt = H @ H.T if HHt is None else HHt
         C = np.ascontiguousarray(W.T)
+        before = expanded_objective(self.vv, HVt, C, HHt, False, self._w_gram(W))
         dC = HHt @ C
-        before = 0.5 * (self.vv - 2.0 * inner(HVt, C) + inner(dC, C))
         dC -= HVt
         guide = support_sizes(C)
         while True:
