@@ -15,8 +15,9 @@ contiguous and each call computes what it would compute alone.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import numba
@@ -24,8 +25,10 @@ import numba
 __all__ = ["run_groups", "split", "threads"]
 
 #: The pool of this process: (pid, workers, executor), replaced when the pid
-#: changes or more workers are needed.
+#: changes or more workers are needed (the old one is shut down: its threads
+#: end once their work is done).
 _POOL: list[tuple[int, int, ThreadPoolExecutor]] = []
+_POOL_LOCK = threading.Lock()
 
 
 def threads() -> int:
@@ -35,9 +38,12 @@ def threads() -> int:
 
 def _pool(workers: int) -> ThreadPoolExecutor:
     pid = os.getpid()
-    if not _POOL or _POOL[0][0] != pid or _POOL[0][1] < workers:
-        _POOL[:] = [(pid, workers, ThreadPoolExecutor(max_workers=workers))]
-    return _POOL[0][2]
+    with _POOL_LOCK:
+        if not _POOL or _POOL[0][0] != pid or _POOL[0][1] < workers:
+            if _POOL and _POOL[0][0] == pid:
+                _POOL[0][2].shutdown(wait=False)
+            _POOL[:] = [(pid, workers, ThreadPoolExecutor(max_workers=workers))]
+        return _POOL[0][2]
 
 
 def split(count: int, groups: int) -> list[tuple[int, int]]:
@@ -50,8 +56,10 @@ def split(count: int, groups: int) -> list[tuple[int, int]]:
 
 def run_groups(calls: Sequence[Callable[[], Any]]) -> list[Any]:
     """``[call() for call in calls]``, the first in this thread and the others
-    on the pool, at the same time; results in order. An exception in any call
-    is raised here once all have finished."""
+    on the pool, at the same time; results in order. Every call has finished
+    before this returns or raises (the calls write into shared buffers); an
+    exception is then raised here, the first call's own if it raised, else
+    the first of the others' in order."""
     if len(calls) <= 1:
         return [call() for call in calls]
     pool = _pool(len(calls) - 1)
@@ -59,5 +67,5 @@ def run_groups(calls: Sequence[Callable[[], Any]]) -> list[Any]:
     try:
         first = calls[0]()
     finally:
-        rest = [future.result() for future in others]
-    return [first, *rest]
+        wait(others)
+    return [first, *(future.result() for future in others)]

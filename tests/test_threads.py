@@ -4,6 +4,7 @@ depend on the number of threads."""
 
 import multiprocessing
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -34,6 +35,7 @@ def test_run_groups_keeps_the_order_and_uses_other_threads():
 
     assert _threads.run_groups([partial(call, k) for k in range(5)]) == [0, 1, 4, 9, 16]
     assert names.count(threading.current_thread().name) >= 1
+    assert len(set(names)) > 1  # the pool ran the others
     assert _threads.run_groups([]) == []
 
 
@@ -43,12 +45,32 @@ def test_an_error_in_a_group_is_raised_after_all_finish():
     def fails():
         raise ValueError("group failed")
 
+    def quick():
+        done.append(1)
+        return 1
+
     def slow():
+        time.sleep(0.3)  # still running when the failing group has raised
         done.append(1)
         return 1
 
     with pytest.raises(ValueError, match="group failed"):
-        _threads.run_groups([slow, fails, slow])
+        _threads.run_groups([quick, fails, slow])
+    assert len(done) == 2
+
+
+def test_the_first_calls_error_wins_and_the_others_finish():
+    done = []
+
+    def fails_first():
+        raise KeyError("first")
+
+    def slow():
+        time.sleep(0.2)
+        done.append(1)
+
+    with pytest.raises(KeyError, match="first"):
+        _threads.run_groups([fails_first, slow, slow])
     assert len(done) == 2
 
 
@@ -57,6 +79,9 @@ def _child(queue):
 
 
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork")
+# Python 3.12+ warns that forking a process with threads may deadlock: that
+# is the case under test.
+@pytest.mark.filterwarnings("ignore:.*multi-threaded.*fork:DeprecationWarning")
 def test_a_forked_child_makes_its_own_pool():
     # The parent's pool has threads; a forked child's copy has none, and
     # submitting to it would wait forever. The child must make a new pool.
