@@ -260,7 +260,14 @@ def test_feasible_long_input_is_returned_unchanged():
 
 def test_sample_selection_counts_to_half_the_binomial_error():
     rng = np.random.default_rng(9)
-    for z in (rng.random(625), rng.lognormal(-8.0, 1.9, 2048), np.round(rng.random(999), 2)):
+    signed = rng.standard_normal(700) * 10.0 ** rng.uniform(-300, 300, 700)
+    for z in (
+        rng.random(625),
+        rng.lognormal(-8.0, 1.9, 2048),
+        np.round(rng.random(999), 2),
+        signed,  # keys of both signs whose span overflows an int64
+        np.concatenate([-rng.random(300) * 1e300, rng.random(300) * 1e300]),
+    ):
         lo, hi = z.min(), z.max()
         for rank in [1, 7, 100, z.size // 2, z.size - 3]:
             t = bracket._select(z, lo, hi, rank)
@@ -388,9 +395,10 @@ def test_step_rows_is_the_numpy_trial_projected(shape):
     trial32 = (X32.astype(np.float64) - mu * G32.astype(np.float64)).astype(np.float32)
     out32, st, _ = _step_rows(X32, G32, mu, l1_unit, False, guide, np.float32)
     assert not st.any() and out32.dtype == np.float32
-    for r in range(M):
-        want = project(trial32[r].astype(np.float64), l1_unit, 1.0)
-        np.testing.assert_allclose(out32[r], want, rtol=1e-5, atol=1e-6)
+    expected32 = np.empty(shape, np.float32)
+    args = (np.full(M, l1_unit), np.ones(M), True, kernels.METHOD_FAST, expected32, status)
+    kernels.project_rows_guided(trial32, *args, np.zeros(M, np.int64), maxp, guide)
+    np.testing.assert_array_equal(out32, expected32)
 
 
 def test_step_rows_flags_rows_without_a_norm_or_not_finite():

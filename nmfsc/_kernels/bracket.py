@@ -315,7 +315,13 @@ def _select(z, lo, hi, rank, tol=0.0):
         frac = 0.5
         if it % 2 == 0:
             frac = min(max((clo - rank) / (clo - chi), 0.0625), 0.9375)
-        kt = klo + np.int64((float(khi) - float(klo)) * frac)
+        if (klo < 0) == (khi < 0):
+            kt = klo + np.int64(float(khi - klo) * frac)
+        else:
+            # Keys of both signs: their span may not fit an int64, half of it
+            # does, and so does each partial sum (klo < 0 < khi).
+            half = np.int64(float((khi >> 1) - (klo >> 1)) * frac)
+            kt = (klo + half) + half
         if not (klo < kt < khi):
             # Adjacent values (ties): the nearer count of the two.
             return _unkey(klo) if clo - rank <= rank - chi else _unkey(khi)
