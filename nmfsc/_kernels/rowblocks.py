@@ -22,10 +22,13 @@ sets, three exact minimisers (``RULE_*``):
   r = max(<b_k, u>, 0) / g_kk; where <b_k, u> <= 0 (no direction of the set
   has a positive inner product with b_k) the row is left as it is.
 
-A row is replaced only if f_k does not rise by the values computed here, so
-the sweep is monotone by construction, rounding included; a row with
-g_kk <= 0 (a zero row of the other factor) or a non-finite b_k is left as it
-is.
+A row is replaced only if f_k does not rise by the values computed here (in
+float64), so the sweep is monotone by construction, rounding included, for a
+float64 factor; a float32 factor stores the accepted row rounded to float32,
+which can move f_k by that rounding. A row with a non-finite b_k is left as
+it is, and so is a row with g_kk <= 0 (a zero row of the other factor) under
+RULE_NONNEG and RULE_SCALED; under RULE_UNIT f_k = -<b_k, x> up to a constant
+whatever g_kk, and the row is the projection of b_k as above.
 
 Computing b_k from scratch reads every other row: M^2 n reads per sweep. The
 kernel instead keeps R = G X (the caller passes it, computed by BLAS) and

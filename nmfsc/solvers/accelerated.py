@@ -87,7 +87,8 @@ def sweep(X, G, A, rule, l1=1.0, sweeps=1, delta=0.0):
     M, n = X.shape
     G = np.ascontiguousarray(G)
     A = np.ascontiguousarray(A)
-    R = np.asarray(G @ X, dtype=np.float64)
+    # R = G X in float64 whatever X's dtype (the kernel's b_k are float64).
+    R = np.asarray(G, dtype=np.float64) @ np.asarray(X, dtype=np.float64)
     b, new = np.empty(n), np.empty(n)
     D = np.empty((_rb.BLOCK, n))
     max_passes = _proj.max_filter_passes(n)
