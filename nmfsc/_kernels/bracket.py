@@ -172,6 +172,14 @@ def stack_lanes(typingctx, count):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
+def _zeroed(row):
+    """The lane row, set to zero."""
+    for j in range(_LANES):
+        row[j] = 0.0
+    return row
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _fold(row):
     """Sum of a lane row in a fixed tree order (halves added pairwise);
     overwrites the row."""
@@ -364,13 +372,9 @@ def _level_pass(x, nonneg, a, scale):
     it NaN or infinite."""
     n = x.shape[0]
     head = n - n % _LANES
-    r0 = numba.carray(stack_lanes(_LANES), _LANES)
-    r1 = numba.carray(stack_lanes(_LANES), _LANES)
-    r2 = numba.carray(stack_lanes(_LANES), _LANES)
-    for j in range(_LANES):
-        r0[j] = 0.0
-        r1[j] = 0.0
-        r2[j] = 0.0
+    r0 = _zeroed(numba.carray(stack_lanes(_LANES), _LANES))
+    r1 = _zeroed(numba.carray(stack_lanes(_LANES), _LANES))
+    r2 = _zeroed(numba.carray(stack_lanes(_LANES), _LANES))
     # (The lane loop must not sit inside a branch: LLVM then leaves it scalar.)
     for i in range(0, head, _LANES):
         for j in range(_LANES):
@@ -409,13 +413,9 @@ def _band_pass(x, nonneg, lo, hi, c, sce, buf):
     """
     n = x.shape[0]
     head = n - n % _LANES
-    r0 = numba.carray(stack_lanes(_LANES), _LANES)
-    r1 = numba.carray(stack_lanes(_LANES), _LANES)
-    r2 = numba.carray(stack_lanes(_LANES), _LANES)
-    for j in range(_LANES):
-        r0[j] = 0.0
-        r1[j] = 0.0
-        r2[j] = 0.0
+    r0 = _zeroed(numba.carray(stack_lanes(_LANES), _LANES))
+    r1 = _zeroed(numba.carray(stack_lanes(_LANES), _LANES))
+    r2 = _zeroed(numba.carray(stack_lanes(_LANES), _LANES))
     kb = 0
     for i in range(0, head, _LANES):
         inband = False
