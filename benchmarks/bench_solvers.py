@@ -267,7 +267,7 @@ def bench_trial_projection(repeats, calls=20):
     status, passes = np.zeros(M, np.int64), np.zeros(M, np.int64)
     max_passes = projection.max_filter_passes(T)
     common = (X, l1, l2, True, projection.METHOD_FAST, out, status, passes, max_passes)
-    row = np.empty(T)
+    scratch = np.empty(T)  # the fused kernel's trial row, then the bracket's output
     step = (H, dH, mu, rho, False, projection.METHOD_FAST, out, status, passes, max_passes)
     runners = {
         "unguided": lambda: projection.project_rows(*common),
@@ -276,7 +276,7 @@ def bench_trial_projection(repeats, calls=20):
             np.subtract(H, mu * dH, out=X),
             projection.project_rows_guided(*common, guide),
         ),
-        "fused": lambda: projection.project_step_rows(*step, guide, row),
+        "fused": lambda: projection.project_step_rows(*step, guide, scratch),
         "np.sum": lambda: [np.sum(row) for row in X],
     }
     best = dict.fromkeys(runners, np.inf)
@@ -287,7 +287,6 @@ def bench_trial_projection(repeats, calls=20):
             for _ in range(calls):
                 run()
             best[key] = min(best[key], (time.perf_counter() - t0) / calls)
-    scratch = np.empty(T)
     taken = {
         "unguided": sum(
             bracket.bracket_shape_into(x, True, rho, rho, 1.0, scratch, 0) >= 0 for x in X

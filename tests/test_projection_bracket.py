@@ -347,6 +347,18 @@ def test_support_counts_are_count_nonzero(dtype):
     np.testing.assert_array_equal(bracket.row_supports(X), np.count_nonzero(X, axis=1))
 
 
+def _guided_rows(X, l1_unit, guide):
+    """projection.project_rows_guided of X's rows at unit L2 norm, into a fresh
+    array of X's dtype."""
+    M = X.shape[0]
+    out = np.empty_like(X)
+    status, passes = np.zeros(M, np.int64), np.zeros(M, np.int64)
+    args = (np.full(M, l1_unit), np.ones(M), True, kernels.METHOD_FAST, out, status, passes)
+    kernels.project_rows_guided(X, *args, kernels.max_filter_passes(X.shape[1]), guide)
+    assert not status.any()
+    return out
+
+
 def _step_rows(X, G, mu, l1_unit, own_norm, guide, dtype=np.float64):
     """projection.project_step_rows on fresh buffers: (out, status, passes)."""
     rows = X.shape[0]
@@ -374,14 +386,9 @@ def test_step_rows_is_the_numpy_trial_projected(shape):
     guide = np.count_nonzero(X, axis=1).astype(np.int64)
     trial = X - mu * G
     M = shape[0]
-    maxp = kernels.max_filter_passes(n)
-    expected = np.empty(shape)
-    status = np.zeros(M, np.int64)
-    args = (np.full(M, l1_unit), np.ones(M), True, kernels.METHOD_FAST, expected, status)
-    kernels.project_rows_guided(trial, *args, np.zeros(M, np.int64), maxp, guide)
     out, st, _ = _step_rows(X, G, mu, l1_unit, False, guide)
     assert not st.any()
-    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(out, _guided_rows(trial, l1_unit, guide))
     # At each row's own norm.
     norms = np.linalg.norm(trial, axis=1)
     out, st, _ = _step_rows(X, G, mu, l1_unit, True, guide)
@@ -395,10 +402,7 @@ def test_step_rows_is_the_numpy_trial_projected(shape):
     trial32 = (X32.astype(np.float64) - mu * G32.astype(np.float64)).astype(np.float32)
     out32, st, _ = _step_rows(X32, G32, mu, l1_unit, False, guide, np.float32)
     assert not st.any() and out32.dtype == np.float32
-    expected32 = np.empty(shape, np.float32)
-    args = (np.full(M, l1_unit), np.ones(M), True, kernels.METHOD_FAST, expected32, status)
-    kernels.project_rows_guided(trial32, *args, np.zeros(M, np.int64), maxp, guide)
-    np.testing.assert_array_equal(out32, expected32)
+    np.testing.assert_array_equal(out32, _guided_rows(trial32, l1_unit, guide))
 
 
 def test_step_rows_flags_rows_without_a_norm_or_not_finite():
