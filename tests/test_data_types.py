@@ -325,7 +325,11 @@ def test_blocked_products_follow_dense(V, kind, monkeypatch, tmp_path):
             given = np.load(tmp_path / "V.npy", mmap_mode="r")
         else:
             given = sp.csr_matrix(data) if kind == "csr" else sp.csc_matrix(data)
-        for solver, kwargs in [(nmfsc.nmf_euclidean, {}), (nmfsc.nmf_sc, {"sparseness_h": 0.3})]:
+        for solver, kwargs in [
+            (nmfsc.nmf_euclidean, {}),
+            (nmfsc.nmf_sc, {"sparseness_h": 0.3}),
+            (nmfsc.nmf_sc, {"sparseness_w": 0.3}),  # H V^T of the projected W step
+        ]:
             # nmf_sc on the exact fit reaches its step-size floor (stop "step_size")
             # at an iteration that rounding decides: compare before it
             iters = 60 if kwargs and data is low_rank else 200

@@ -322,6 +322,36 @@ def test_column_gram_is_computed_once_per_array():
     np.testing.assert_array_equal(gram(other), other.T @ other)
 
 
+def test_column_gram_from_columns_given_or_copied_has_the_same_bits():
+    from nmfsc.solvers._objective import ColumnGram
+
+    W = np.random.default_rng(1).random((30, 4))
+    columns = np.ascontiguousarray(W.T)
+    given = ColumnGram(from_columns=True)(W, columns)
+    copied = ColumnGram(from_columns=True)(W)
+    np.testing.assert_array_equal(given, copied)
+    np.testing.assert_array_equal(given, columns @ columns.T)
+
+
+def test_h_v_transposed_is_v_h_transposed_for_every_kind_of_data(tmp_path):
+    """``hvt`` (nmf_sc's projected W step) against ``vht`` for dense, sparse
+    and mapped data: H V^T, C-contiguous."""
+    import scipy.sparse as sp
+
+    from nmfsc.solvers._data import make_data
+
+    rng = np.random.default_rng(2)
+    V, H = rng.random((13, 17)), rng.random((3, 17))
+    np.save(tmp_path / "V.npy", V)
+    mapped = np.load(tmp_path / "V.npy", mmap_mode="r")
+    for given in (V, sp.csr_matrix(V), sp.csc_matrix(V), mapped):
+        data = make_data(given, 2.0)
+        HVt = data.hvt(H)
+        assert HVt.shape == (3, 13) and HVt.flags.c_contiguous
+        np.testing.assert_allclose(HVt, data.vht(H).T, rtol=1e-14)
+        np.testing.assert_allclose(HVt, H @ V.T / 2.0, rtol=1e-14)
+
+
 def test_divergence_history_is_the_divergence_of_the_returned_factors(V):
     result = quiet(nmfsc.nmf_divergence, V, M, random_state=1, max_iter=10)
     WH = result.W @ result.H

@@ -136,12 +136,12 @@ def normalize_rows_to_unit_l2(H, W):
 def normalize_columns_to_unit_sum(W):
     """Divide every column of W by its sum. A zero column is left as it is."""
     N, M = W.shape
+    tiny = np.finfo(W.dtype).tiny
     for j in range(M):
         s = 0.0
         for i in range(N):
             s += W[i, j]
         if s > 0.0:
-            tiny = np.finfo(W.dtype).tiny
             for i in range(N):
                 W[i, j] = flush_subnormal(W[i, j] / s, tiny)
 

@@ -378,6 +378,10 @@ class DaskData:
         self._vht = (H, VHt)
         return VHt
 
+    def hvt(self, H):
+        """H V^T (M x N, C-contiguous): V H^T transposed."""
+        return np.ascontiguousarray(self.vht(H).T)
+
     def vht_blocks(self, H):
         """V H^T as one block (W is on the client): ``(slice(None), V H^T)``."""
         yield slice(None), self.vht(H)

@@ -6,6 +6,7 @@ object for the products below, all of the *normalised* data
 
 =====================================  ==========================================
 ``wtv(W)``, ``vht(H)``                 :math:`W^T \tilde V` (M x T), :math:`\tilde V H^T` (N x M)
+``hvt(H)``                             :math:`H \tilde V^T` (M x N, C-contiguous)
 ``vht_blocks(H)``                      :math:`\tilde V H^T` by blocks of rows
 ``vv``                                 :math:`\lVert \tilde V \rVert_F^2` (float64)
 ``half_squared_error(W, H)``           :math:`\tfrac12 \lVert \tilde V - W H \rVert_F^2`
@@ -142,6 +143,11 @@ class DenseData:
     def vht(self, H):
         return self.V @ H.T
 
+    def hvt(self, H):
+        """H V^T, in the layout of nmf_sc's projected W step (one column of W
+        per row): one product, no transposed copy of V H^T."""
+        return H @ self.V.T
+
     def vht_blocks(self, H):
         """V H^T as one block: ``(slice(None), V @ H.T)``."""
         yield slice(None), self.V @ H.T
@@ -212,6 +218,10 @@ class ScaledData:
         out = np.asarray(self.raw @ H.T)
         out /= self.scale
         return out
+
+    def hvt(self, H):
+        """H V^T (M x N, C-contiguous): V H^T transposed."""
+        return np.ascontiguousarray(self.vht(H).T)
 
     def vht_blocks(self, H):
         """``(rows, (V H^T)[rows])`` by blocks of about 2^16 entries of V H^T

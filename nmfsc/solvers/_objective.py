@@ -46,11 +46,13 @@ class ColumnGram:
         """Take ``gram``, computed by the caller as this object would, as X^T X."""
         self._last = (X, gram)
 
-    def __call__(self, X):
+    def __call__(self, X, columns=None):
+        """X^T X; ``columns``, X.T copied to rows if the caller has it (a
+        miss with ``from_columns`` then copies nothing)."""
         if self._last is not None and self._last[0] is X:
             return self._last[1]
         if self._from_columns:
-            columns = np.ascontiguousarray(X.T)
+            columns = np.ascontiguousarray(X.T) if columns is None else columns
             gram = columns @ columns.T
         else:
             gram = X.T @ X

@@ -135,7 +135,7 @@ class AcceleratedSteps(HoyerSteps):
             rule, l1 = _rb.RULE_UNIT, self.proj_h.l1_unit
             H = sweep(H, WtW, WtV, rule, l1, self.sweeps(T, N), SWEEP_DELTA)
         HHt = H @ H.T
-        HVt = np.ascontiguousarray(self.data.vht(H).T)
+        HVt = self.data.hvt(H)
         Wt = np.ascontiguousarray(W.T)
         if self.proj_w is None:
             rule, l1 = _rb.RULE_NONNEG, 1.0

@@ -157,7 +157,7 @@ class _Projector:
 def support_sizes(X):
     """The non-zero entries of each row of a projected factor (H, or C = W^T),
     as int64: the guide for the projection of a trial stepped from it
-    (:meth:`_Projector.rows`). Computed from the factor itself, so a resumed
+    (:meth:`_Projector.step_rows`). Computed from the factor itself, so a resumed
     run guides its projections exactly as the uninterrupted run did."""
     return _bracket.row_supports(np.ascontiguousarray(X))
 
@@ -266,26 +266,13 @@ class HoyerSteps(SquaredErrorSteps):
         H H^T of the new H (which the W step needs too)."""
         WtV = self.data.wtv(W)
         WtW = self._w_gram(W)
-
-        def energy(X, quad=None):
-            return expanded_objective(self.vv, WtV, X, WtW, columns=False, quad=quad)
-
-        before = energy(H, self._h_gram(H))
+        before = expanded_objective(self.vv, WtV, H, WtW, False, self._h_gram(H))
         dH = WtW @ H
         dH -= WtV
-        guide = support_sizes(H)
-        while True:
-            projected = self.proj_h.step_rows(H, dH, mu, guide)
-            if projected is not None:
-                quad = projected @ projected.T
-                after = energy(projected, quad)
-                if after <= before:
-                    H_new = self.proj_h.take()
-                    self._h_gram.keep(H_new, quad)
-                    return H_new, mu * MU_GROWTH, after, quad
-            mu /= 2.0
-            if not MU_MIN <= mu < np.inf:  # also ends the loop for a NaN or infinite mu
-                return None, mu, before, None
+        H_new, mu, energy, quad = self._line_search(self.proj_h, H, dH, mu, before, WtV, WtW)
+        if H_new is not None:
+            self._h_gram.keep(H_new, quad)
+        return H_new, mu, energy, quad
 
     def _w_projected(self, W, H, mu, HHt=None):
         """The projected gradient W step, taken on C = W^T (M x N, one column
@@ -297,26 +284,41 @@ class HoyerSteps(SquaredErrorSteps):
         E before the step by the same expansion as the trials' (C C^T = W^T W,
         kept from the step that made W), so that the acceptance test compares
         two values rounded alike; only the accepted trial is transposed back
-        into W."""
-        HVt = np.ascontiguousarray(self.data.vht(H).T)
+        into W. Returns the new W (None if no step size gives descent), the
+        new step size and E by the expansion."""
+        HVt = self.data.hvt(H)
         HHt = H @ H.T if HHt is None else HHt
         C = np.ascontiguousarray(W.T)
-        before = expanded_objective(self.vv, HVt, C, HHt, False, self._w_gram(W))
+        before = expanded_objective(self.vv, HVt, C, HHt, False, self._w_gram(W, C))
         dC = HHt @ C
         dC -= HVt
-        guide = support_sizes(C)
+        C_new, mu, energy, quad = self._line_search(
+            self.proj_w, C, dC, mu, before, HVt, HHt, own_norm=True
+        )
+        if C_new is None:
+            return None, mu, energy
+        W_new = np.ascontiguousarray(C_new.T)
+        self._w_gram.keep(W_new, quad)
+        return W_new, mu, energy
+
+    def _line_search(self, projector, X, D, mu, before, A, G, own_norm=False):
+        """SPEC's step rule on the rows of X (H, or C = W^T) with the gradient
+        D: the trial ``P(X - mu D)`` is accepted if its energy
+        ``0.5 (||V||^2 - 2 <A, X'> + <G, X' X'^T>)`` is at most ``before``,
+        else mu is halved. Returns the accepted rows (a new array), the next
+        step size (mu * 1.2), their energy and X' X'^T; or, when mu falls
+        below 1e-200 (no descent step), None, that mu, ``before`` and None."""
+        guide = support_sizes(X)
         while True:
-            projected = self.proj_w.step_rows(C, dC, mu, guide, own_norm=True)
+            projected = projector.step_rows(X, D, mu, guide, own_norm)
             if projected is not None:
                 quad = projected @ projected.T
-                after = expanded_objective(self.vv, HVt, projected, HHt, False, quad)
+                after = expanded_objective(self.vv, A, projected, G, False, quad)
                 if after <= before:
-                    W_new = np.ascontiguousarray(self.proj_w.take().T)
-                    self._w_gram.keep(W_new, quad)
-                    return W_new, mu * MU_GROWTH, after
+                    return projector.take(), mu * MU_GROWTH, after, quad
             mu /= 2.0
             if not MU_MIN <= mu < np.inf:  # also ends the loop for a NaN or infinite mu
-                return None, mu, before
+                return None, mu, before, None
 
 
 #: The algorithms ``nmf_sc(solver=...)`` offers; "hoyer", the paper's, is the default.
