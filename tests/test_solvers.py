@@ -331,6 +331,10 @@ def test_column_gram_from_columns_given_or_copied_has_the_same_bits():
     copied = ColumnGram(from_columns=True)(W)
     np.testing.assert_array_equal(given, copied)
     np.testing.assert_array_equal(given, columns @ columns.T)
+    # The given rows are the ones used on a miss, and a hit ignores them.
+    gram = ColumnGram(from_columns=True)
+    np.testing.assert_array_equal(gram(W, 2.0 * columns), 4.0 * given)
+    assert gram(W, columns) is gram(W)
 
 
 def test_h_v_transposed_is_v_h_transposed_for_every_kind_of_data(tmp_path):
@@ -341,15 +345,16 @@ def test_h_v_transposed_is_v_h_transposed_for_every_kind_of_data(tmp_path):
     from nmfsc.solvers._data import make_data
 
     rng = np.random.default_rng(2)
-    V, H = rng.random((13, 17)), rng.random((3, 17))
-    np.save(tmp_path / "V.npy", V)
-    mapped = np.load(tmp_path / "V.npy", mmap_mode="r")
-    for given in (V, sp.csr_matrix(V), sp.csc_matrix(V), mapped):
-        data = make_data(given, 2.0)
-        HVt = data.hvt(H)
-        assert HVt.shape == (3, 13) and HVt.flags.c_contiguous
-        np.testing.assert_allclose(HVt, data.vht(H).T, rtol=1e-14)
-        np.testing.assert_allclose(HVt, H @ V.T / 2.0, rtol=1e-14)
+    for dtype, M, rtol in [(np.float64, 3, 1e-14), (np.float64, 1, 1e-14), (np.float32, 3, 1e-6)]:
+        V, H = rng.random((13, 17)).astype(dtype), rng.random((M, 17)).astype(dtype)
+        np.save(tmp_path / "V.npy", V)
+        mapped = np.load(tmp_path / "V.npy", mmap_mode="r")
+        for given in (V, sp.csr_matrix(V), sp.csc_matrix(V), mapped):
+            data = make_data(given, 2.0)
+            HVt = data.hvt(H)
+            assert HVt.shape == (M, 13) and HVt.flags.c_contiguous and HVt.dtype == dtype
+            np.testing.assert_allclose(HVt, data.vht(H).T, rtol=rtol)
+            np.testing.assert_allclose(HVt, H @ V.T / 2.0, rtol=rtol)
 
 
 def test_divergence_history_is_the_divergence_of_the_returned_factors(V):
