@@ -164,10 +164,14 @@ def test_sparse_chunks_match_dense_in_memory(client):
     _assert_same_run(_run(nmf_sc, V, sparseness_h=0.5), _run(nmf_sc, chunked, sparseness_h=0.5))
 
 
-def test_resume_is_bit_identical(client, tmp_path):
+@pytest.mark.parametrize("targets", [{"sparseness_h": 0.5}, {"sparseness_w": 0.5}])
+def test_resume_is_bit_identical(client, tmp_path, targets):
+    """Both projected steps: H's rows (chunked) and W's columns (on the
+    client, with H V^T gathered from the chunks and W^T W recomputed on
+    resume)."""
     V = da.from_array(_data(), chunks=(30, 45))
     path = tmp_path / "run.npz"
-    kw = {"sparseness_h": 0.5, "random_state": 3, "tol": 0, "checkpoint": path}
+    kw = {**targets, "random_state": 3, "tol": 0, "checkpoint": path}
     with pytest.warns(ConvergenceWarning):
         whole = nmf_sc(V, 3, max_iter=12, **{**kw, "checkpoint": tmp_path / "whole.npz"})
     with pytest.warns(ConvergenceWarning):
