@@ -305,6 +305,27 @@ def test_one_component_steps_leave_the_state_unmodified(V, s_h, mu_w):
         np.testing.assert_array_equal(state[key], value, err_msg=key)
 
 
+@pytest.mark.parametrize("factor", ["W", "H"])
+def test_start_projection_takes_the_rows_and_refuses_a_row_it_cannot_project(V, factor):
+    """The start's projected factors are new arrays (not the projector's
+    buffer), and a start row that is not finite (refused earlier by the public
+    functions) is a clear error here, for W as for H."""
+    from nmfsc.solvers._data import make_data
+    from nmfsc.solvers.hoyer import HoyerSteps
+
+    rng = np.random.default_rng(0)
+    steps = HoyerSteps(make_data(V, float(V.max())), 2, 0.6, 0.5)
+    W0, H0 = rng.random((V.shape[0], 2)), rng.random((2, V.shape[1]))
+    state = steps.initialize(W0, H0)
+    assert state["W"] is not steps.proj_w.out and state["H"] is not steps.proj_h.out
+    assert steps.proj_w.out is None and steps.proj_h.out is None
+    bad = {"W": W0, "H": H0}
+    bad[factor] = bad[factor].copy()
+    bad[factor][0, 0] = np.nan
+    with pytest.raises(ValueError, match="cannot be projected: it is not finite"):
+        steps.initialize(bad["W"], bad["H"])
+
+
 def test_column_gram_is_computed_once_per_array():
     from nmfsc.solvers._objective import ColumnGram
 

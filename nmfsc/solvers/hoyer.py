@@ -153,6 +153,15 @@ class _Projector:
         out, self.out = self.out, None
         return out
 
+    def start_rows(self, X):
+        """:meth:`rows` of the start's factor, taken (:meth:`take`), not
+        borrowed: with one component a transposed view of the buffer would
+        stay the projector's, and the first step's trials would overwrite
+        it. The start is finite (checked before), so every row projects."""
+        if self.rows(np.ascontiguousarray(X)) is None:
+            raise ValueError("the start has a row that cannot be projected: it is not finite")
+        return self.take()
+
 
 def support_sizes(X):
     """The non-zero entries of each row of a projected factor (H, or C = W^T),
@@ -194,13 +203,9 @@ class HoyerSteps(SquaredErrorSteps):
         norms = np.linalg.norm(H, axis=1, keepdims=True)
         H = H / np.where(norms > 0, norms, 1.0)  # a zero row stays zero
         if self.proj_w is not None:
-            # Taken, not borrowed: with one component W^T's buffer would stay
-            # the projector's, and the first W step's trials would overwrite W.
-            projected = self.proj_w.rows(np.ascontiguousarray(W.T))
-            W = W if projected is None else np.ascontiguousarray(self.proj_w.take().T)
+            W = self.proj_w.start_rows(W.T).T
         if self.proj_h is not None:
-            H = self.proj_h.rows(np.ascontiguousarray(H))
-            H = H if H is None else self.proj_h.take()
+            H = self.proj_h.start_rows(H)
         return {
             "W": np.ascontiguousarray(W),
             "H": np.ascontiguousarray(H),
@@ -307,7 +312,8 @@ class HoyerSteps(SquaredErrorSteps):
         ``0.5 (||V||^2 - 2 <A, X'> + <G, X' X'^T>)`` is at most ``before``,
         else mu is halved. Returns the accepted rows (a new array), the next
         step size (mu * 1.2), their energy and X' X'^T; or, when mu falls
-        below 1e-200 (no descent step), None, that mu, ``before`` and None."""
+        below 1e-200 or is no longer finite (no descent step), None, that mu,
+        ``before`` and None."""
         guide = support_sizes(X)
         while True:
             projected = projector.step_rows(X, D, mu, guide, own_norm)
