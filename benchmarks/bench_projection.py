@@ -1,6 +1,6 @@
 """Benchmark of the L1/L2 projection (issue 2, item 5). A script, not a test.
 
-    python benchmarks/bench_projection.py [--quick] [--repeats R]
+    python benchmarks/bench_projection.py [--quick] [--repeats R] [--avx2]
 
 Per-call time of the projection for n = 10 ... 10^6:
 
@@ -19,11 +19,17 @@ L2 = 1, which takes several passes. Every timing is the best (min) of
 ``--repeats`` measurements, each of enough calls to last at least ``MIN_TIME``
 seconds, after a warm-up call that compiles the kernels. Prints Markdown tables,
 PASS/FAIL lines for the issue's targets and the machine.
+
+``--avx2`` runs the same script again in a child process with AVX2 code on an
+AVX-512 machine (:func:`avx2_environment`): numba compiling for haswell with
+the host's AVX-512 features off, and numpy's AVX-512 kernels disabled. That
+is AVX2 code on an AVX-512 core's caches and memory, not an AVX2 machine.
 """
 
 import argparse
 import os
 import platform
+import subprocess
 import sys
 import time
 
@@ -166,6 +172,39 @@ def cpu_target():
     numpy_off = os.environ.get("NPY_DISABLE_CPU_FEATURES")
     limited = f"; numpy without {numpy_off}" if numpy_off else ""
     return f"LLVM target {name}, {widest}{limited}"
+
+
+# Host features that imply AVX-512 registers or instructions.
+_WIDE_FEATURES = ("avx512", "avx10", "amx")
+
+
+def avx2_environment(environ=os.environ):
+    """The environment that makes the kernels and numpy run AVX2 code on an
+    AVX-512 host: ``NUMBA_CPU_NAME=haswell``, ``NUMBA_CPU_FEATURES`` the host's
+    features with every AVX-512 one (and AVX10, AMX) off, and
+    ``NPY_DISABLE_CPU_FEATURES`` numpy's AVX-512 dispatch targets. Exits
+    with a message on a CPU without AVX2."""
+    import llvmlite.binding as llvm
+
+    try:
+        from numpy._core import _multiarray_umath
+    except ImportError:  # numpy < 2
+        from numpy.core import _multiarray_umath
+
+    host = llvm.get_host_cpu_features()
+    if not host.get("avx2", False):
+        raise SystemExit("bench_projection.py: --avx2 needs a CPU with AVX2; this one has none")
+    features = ",".join(
+        ("+" if on and not name.startswith(_WIDE_FEATURES) else "-") + name
+        for name, on in sorted(host.items())
+    )
+    numpy_wide = [
+        name for name in _multiarray_umath.__cpu_dispatch__ if name.startswith(("AVX512", "X86_V4"))
+    ]
+    env = dict(environ, NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES=features)
+    if numpy_wide:
+        env["NPY_DISABLE_CPU_FEATURES"] = " ".join(numpy_wide)
+    return env
 
 
 def machine():
@@ -489,7 +528,17 @@ def main(argv=None):
     parser.add_argument(
         "--repeats", type=int, default=None, help="measurements per timing (default 7, quick 3)"
     )
+    parser.add_argument(
+        "--avx2",
+        action="store_true",
+        help="run in a child process with AVX2 code generation on an AVX-512 machine "
+        "(numba and numpy)",
+    )
     args = parser.parse_args(argv)
+    if args.avx2:
+        rest = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--avx2"]
+        command = [sys.executable, os.path.abspath(__file__), *rest]
+        return subprocess.run(command, env=avx2_environment(), check=False).returncode
     if args.repeats is None:
         args.repeats = 3 if args.quick else 7
     if args.repeats < 1:
