@@ -85,6 +85,7 @@ def test_empty_chunk():
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_a_trial_formed_entry_by_entry_gives_the_same_bits(dtype):
     """The fused pass (H - mu dH never stored) equals the pass on NumPy's trial."""
+    pytest.importorskip("dask")  # the Dask backend's trial; README's install has no Dask
     from nmfsc.dask_backend.projection import trial
 
     rng = np.random.default_rng(5)
@@ -112,6 +113,7 @@ def test_an_empty_chunk_does_not_take_the_argmax(empty_first):
     # A row whose entries are all negative, beside a zero-width chunk: the
     # merged largest entry is the row's own (an empty chunk's used to be 0 at
     # index 0, which rho = 1 would have written to).
+    pytest.importorskip("dask")
     from nmfsc.dask_backend.projection import chunk_stats, merge_stats
 
     empty = chunk_stats(np.zeros((1, 0)), 0, None)
