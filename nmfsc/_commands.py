@@ -165,6 +165,7 @@ def run_fit(args):
             args.n_components,
             sparseness_w=args.sparseness_w,
             sparseness_h=args.sparseness_h,
+            solver=args.solver,
             random_state=args.seed,
             progress=not args.no_progress,
             **{key: value for key, value in stopping.items() if value is not None},

@@ -191,6 +191,35 @@ def test_fit_reads_each_format(tmp_path, forked):
         assert record["data"]["image_shape"] == image_shape
 
 
+@pytest.mark.filterwarnings("ignore::nmfsc.ConvergenceWarning")  # the library calls: 20 iterations
+def test_fit_solver_option_runs_that_algorithm_from_the_same_start(tmp_path, forked):
+    """--solver accelerated runs nmf_sc(solver="accelerated") and says so in the
+    record; the default is the paper's algorithm; both from --seed's start, with
+    the same constraint and the factors the library call gives."""
+    data, V = _data(tmp_path)
+    records, factors = {}, {}
+    for solver in (None, "hoyer", "accelerated"):
+        out = tmp_path / f"{solver}.npz"
+        option = [] if solver is None else ["--solver", solver]
+        argv = ["fit", data, "-k", 3, "--sparseness-h", 0.5, *option, "--max-iter", 20,
+                "--no-progress", "--out", out]  # fmt: skip
+        done = forked(argv, tmp_path)
+        assert done.returncode == 0, done.stderr
+        with np.load(out, allow_pickle=False) as z:
+            records[solver] = json.loads(str(z["record"]))
+            factors[solver] = z["W"], z["H"]
+            np.testing.assert_allclose(z["sparseness_H"], 0.5, atol=1e-9)
+    assert records[None]["solver"] == records["hoyer"]["solver"] == "nmf_sc"
+    assert records["accelerated"]["solver"] == "nmf_sc (accelerated)"
+    assert records["accelerated"]["step_sizes"] is None  # it has none; hoyer's are recorded
+    for solver, (W, H) in factors.items():
+        expected = nmfsc.nmf_sc(V, 3, sparseness_h=0.5, solver=solver or "hoyer",
+                                random_state=0, max_iter=20)  # fmt: skip
+        np.testing.assert_array_equal(W, expected.W)
+        np.testing.assert_array_equal(H, expected.H)
+    assert not np.array_equal(factors["hoyer"][1], factors["accelerated"][1])
+
+
 # --- bad input: exit 2, one line ---------------------------------------------
 
 
@@ -296,6 +325,7 @@ def test_unwritable_out_is_status_1(bad_folder, forked):
         ["fit", "data.csv", "--out", "x.npz"],  # no -k
         ["fit", "data.csv", "-k", "0", "--out", "x.npz"],
         ["fit", "data.csv", "-k", "2", "--sparseness-w", "1.5", "--out", "x.npz"],
+        ["fit", "data.csv", "-k", "2", "--solver", "fast", "--out", "x.npz"],
         ["compare", "data.csv", "--tol", "-1"],
         ["compare", "data.csv", "--image-shape", "3"],
         ["frobnicate"],
