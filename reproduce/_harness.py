@@ -124,6 +124,11 @@ _NOT_IN_CODE_VERSION = {
     "__main__.py",
     "rowstats.py",
     "accelerated.py",  # nmf_sc(solver="accelerated"): reproduce runs the paper's solver only
+    # The command line and its readers of the user's files (the data sets have their own).
+    "cli.py",
+    "_commands.py",
+    "readers.py",
+    "_parsers.py",
 }
 _PACKAGES_NOT_IN_CODE_VERSION = {"comparison", "dask_backend"}
 
@@ -145,7 +150,8 @@ def code_version() -> str:
     """Hash of the source that decides a run's W and H: a change recomputes.
 
     Modules that only draw, score or wrap results (plotting, scores, the
-    estimator, the comparison subpackage), the Dask backend with its kernels
+    estimator, the comparison subpackage), the command line with its readers
+    of the user's files, the Dask backend with its kernels
     (:mod:`nmfsc._kernels.rowstats`) and the opt-in accelerated solver
     (:mod:`nmfsc.solvers.accelerated`; the figures use the paper's) are left
     out, so changing them reuses the cached factorisations and keeps the

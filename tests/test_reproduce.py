@@ -149,8 +149,9 @@ def test_fig5_longer_prints_the_oriented_share(capsys, require_real_data):
 
 def test_code_version_covers_what_decides_the_figures_and_nothing_else():
     """The solvers, kernels and data code are hashed; the Dask backend, the
-    accelerated solver, the comparison and the drawing are not, so changing
-    them keeps the figures' code version (and reuses cached runs)."""
+    accelerated solver, the comparison, the command line and the drawing are
+    not, so changing them keeps the figures' code version (and reuses cached
+    runs)."""
     from reproduce._harness import code_files
 
     names = {p.relative_to(p.parents[1]).as_posix() for p in code_files()}
@@ -162,6 +163,12 @@ def test_code_version_covers_what_decides_the_figures_and_nothing_else():
         "comparison/_runner.py",
         "_kernels/rowstats.py",
         "solvers/accelerated.py",
+        "cli.py",
+        "_commands.py",
+        "readers.py",
+        "_parsers.py",
     ):
         assert aside not in names
+    for decides in ("datasets/_loaders.py", "datasets/_readers.py", "datasets/_preprocess.py"):
+        assert decides in names
     assert not any(n.endswith(("plotting.py", "estimator.py")) for n in names)
