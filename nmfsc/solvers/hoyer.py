@@ -154,10 +154,12 @@ class _Projector:
         return out
 
     def start_rows(self, X):
-        """:meth:`rows` of the start's factor, taken (:meth:`take`), not
-        borrowed: with one component a transposed view of the buffer would
-        stay the projector's, and the first step's trials would overwrite
-        it. The start is finite (checked before), so every row projects."""
+        """:meth:`rows` of the start's factor (H, or C = W^T), taken
+        (:meth:`take`), not borrowed: the first step's trials overwrite the
+        projector's buffer, and a borrowed start would be that buffer (H, made
+        contiguous, is the buffer itself; W = C^T is a view of it with one
+        component, a copy only with more). The start is finite (checked
+        before), so every row projects."""
         if self.rows(np.ascontiguousarray(X)) is None:
             raise ValueError("the start has a row that cannot be projected: it is not finite")
         return self.take()
