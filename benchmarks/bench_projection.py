@@ -536,7 +536,10 @@ def main(argv=None):
     )
     args = parser.parse_args(argv)
     if args.avx2:
-        rest = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--avx2"]
+        # The child's options from the parsed ones, never --avx2 (however abbreviated).
+        rest = ["--quick"] if args.quick else []
+        if args.repeats is not None:
+            rest += ["--repeats", str(args.repeats)]
         command = [sys.executable, os.path.abspath(__file__), *rest]
         return subprocess.run(command, env=avx2_environment(), check=False).returncode
     if args.repeats is None:
