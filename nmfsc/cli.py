@@ -212,7 +212,7 @@ def _add_fit(commands):
     parser.add_argument(
         "--solver",
         choices=SOLVERS,
-        default=_default(nmf_sc, "solver"),
+        default=inspect.signature(nmf_sc).parameters["solver"].default,
         help="the algorithm: hoyer, the paper's (the figures'), or accelerated, the same "
         "problem from the same start by block coordinate descent (on the paper's data sets "
         "12-71x sooner to hoyer's final objective; benchmarks/README.md) "
