@@ -16,6 +16,8 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 DASK_BACKEND = TESTS.parent / "nmfsc" / "dask_backend"
 OPTIONAL = ("dask", "distributed")
+# Statements whose bodies run later (a skip inside one guards only its own body).
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def _needs_dask(name):
@@ -67,9 +69,7 @@ def unguarded_dask_imports(source):
     """(line, module) of every import of Dask or the Dask backend that no earlier
     Dask skip guards, in its function or at module level."""
     tree = ast.parse(source)
-    module_skip = _first_skip(
-        [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.ClassDef))]
-    )
+    module_skip = _first_skip([s for s in tree.body if not isinstance(s, _DEFINITIONS)])
     found = []
 
     def visit(statements, skip):
