@@ -12,9 +12,18 @@ import csv
 
 import numpy as np
 
-from nmfsc.readers import IMAGE_SUFFIXES, DataFileError
+__all__ = ["DataFileError", "IMAGE_SUFFIXES", "read_delimited", "read_image_folder"]
 
-__all__ = ["read_delimited", "read_image_folder"]
+#: Suffixes of the image files read from a folder (case does not matter).
+IMAGE_SUFFIXES = (".png", ".pgm", ".jpg", ".jpeg")
+
+
+class DataFileError(ValueError):
+    """A data file nmfsc cannot use: missing, unreadable, malformed or with bad values.
+
+    The message is a single line that names the file and, for a bad value, its
+    position; the command line prints it and exits with status 2.
+    """
 
 
 def read_delimited(path, delimiter):

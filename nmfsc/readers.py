@@ -7,7 +7,9 @@ paper's orientation: features x samples, one sample per column. Every problem
 raises a :class:`DataFileError` whose message is one line naming the file and,
 for a bad value, how many there are and where the first one is.
 
-The text and image formats are parsed in :mod:`nmfsc._parsers`.
+The text and image formats are parsed in :mod:`nmfsc._parsers`, which also
+defines :class:`DataFileError` and :data:`IMAGE_SUFFIXES` (this module imports
+them from there: the parsers raise the error and never import this module).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import numpy as np
 import scipy.io
 import scipy.sparse
 
+from nmfsc._parsers import IMAGE_SUFFIXES, DataFileError
+
 __all__ = ["DataFileError", "FORMATS", "IMAGE_SUFFIXES", "check_n_components", "read_matrix"]
 
 #: File name suffixes read by :func:`read_matrix`, with what each holds.
@@ -31,17 +35,6 @@ FORMATS = {
     ".tsv": "tab-separated numbers, header row optional",
     ".mtx": "a Matrix Market file",
 }
-
-#: Suffixes of the image files read from a folder (case does not matter).
-IMAGE_SUFFIXES = (".png", ".pgm", ".jpg", ".jpeg")
-
-
-class DataFileError(ValueError):
-    """A data file nmfsc cannot use: missing, unreadable, malformed or with bad values.
-
-    The message is a single line that names the file and, for a bad value, its
-    position; the command line prints it and exits with status 2.
-    """
 
 
 def read_matrix(
