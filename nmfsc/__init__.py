@@ -4,9 +4,8 @@ A Python implementation of Hoyer (2004), "Non-negative matrix factorization with
 sparseness constraints", Journal of Machine Learning Research 5:1457-1469.
 """
 
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as _distribution_version
-
+from nmfsc import dask_backend  # noqa: F401  (registers the Dask backend; imports no Dask)
+from nmfsc._version import __version__ as __version__
 from nmfsc.comparison import Comparison, compare
 from nmfsc.estimator import SparseNMF
 from nmfsc.projection import project, project_batch
@@ -23,11 +22,6 @@ from nmfsc.solvers import (
     sparse_nmf,
 )
 from nmfsc.sparseness import l1_for_sparseness, sparseness, sparseness_for_l1
-
-try:  # one source for the version: pyproject.toml, read from the installed metadata
-    __version__ = _distribution_version("nmfsc")
-except PackageNotFoundError:  # imported from a source tree that was never installed
-    __version__ = "0+unknown"
 
 __all__ = [
     "CheckpointMismatchError",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nmfsc._atomic import atomic_writer
+from nmfsc.atomic import atomic_writer
 from nmfsc.readers import check_n_components, read_matrix
 
 __all__ = [

@@ -20,7 +20,7 @@ import numpy as np
 
 from nmfsc._validation import as_float_array, check_data, reject_masked
 from nmfsc.dask_backend import is_dask_array
-from nmfsc.solvers._result import NMFResult
+from nmfsc.solvers.framework import NMFResult
 
 __all__ = [
     "HAVE_SKLEARN",

@@ -31,7 +31,7 @@ from pathlib import Path
 from nmfsc import _commands
 from nmfsc._commands import CommandError, version
 from nmfsc.readers import FORMATS, IMAGE_SUFFIXES, DataFileError
-from nmfsc.solvers.hoyer import SOLVERS
+from nmfsc.solvers.registry import variants
 
 __all__ = ["build_parser", "main", "version"]
 
@@ -211,12 +211,11 @@ def _add_fit(commands):
     _add_sparseness(parser, "unconstrained")
     parser.add_argument(
         "--solver",
-        choices=SOLVERS,
+        choices=variants(nmf_sc),
         default=inspect.signature(nmf_sc).parameters["solver"].default,
         help="the algorithm: hoyer, the paper's (the figures'), or accelerated, the same "
-        "problem from the same start by block coordinate descent (on the paper's data sets "
-        "12-71x sooner to hoyer's final objective; benchmarks/README.md) "
-        f"(default: {_default(nmf_sc, 'solver')})",
+        "problem from the same start by block coordinate descent, sooner to the same "
+        f"objective (benchmarks/README.md) (default: {_default(nmf_sc, 'solver')})",
     )
     parser.add_argument(
         "--seed",

@@ -27,10 +27,10 @@ from nmfsc._estimator_base import (
 )
 from nmfsc._validation import as_float_array, check_optional_sparseness, check_positive_int
 from nmfsc.dask_backend import dask_frobenius_norm, is_dask_array
-from nmfsc.solvers._data import frobenius_norm
-from nmfsc.solvers._result import NMFResult
 from nmfsc.solvers.coefficients import fit_coefficients
-from nmfsc.solvers.hoyer import SOLVERS, nmf_sc
+from nmfsc.solvers.framework import NMFResult, frobenius_norm
+from nmfsc.solvers.hoyer import nmf_sc
+from nmfsc.solvers.registry import variants
 
 __all__ = ["SparseNMF"]
 
@@ -102,8 +102,8 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         ``W`` and ``H`` passed to ``fit`` (scikit-learn's names and shapes).
         ``transform`` always starts its coefficients from the random draw.
     solver : str, default "hoyer"
-        The algorithm of :func:`nmfsc.nmf_sc`, one of
-        :data:`nmfsc.solvers.hoyer.SOLVERS`; "hoyer" is the paper's.
+        The algorithm of :func:`nmfsc.nmf_sc`, one of its variants in
+        :data:`nmfsc.solvers.registry.SOLVERS`; "hoyer" is the paper's.
     progress : bool, default False
         Show a tqdm progress bar.
 
@@ -217,8 +217,8 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return check_positive_int(self.n_components, "n_components")
 
     def _check_solver(self) -> str:
-        if not isinstance(self.solver, str) or self.solver not in SOLVERS:
-            allowed = ", ".join(map(repr, SOLVERS))
+        if not isinstance(self.solver, str) or self.solver not in variants(nmf_sc):
+            allowed = ", ".join(map(repr, variants(nmf_sc)))
             raise ValueError(f"solver must be one of {allowed}; got {self.solver!r}")
         return self.solver
 

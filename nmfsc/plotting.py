@@ -17,13 +17,13 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from nmfsc._atomic import write_atomic
 from nmfsc._validation import (
     as_float_array,
     check_image_shape,
     check_non_negative_int,
     check_positive_int,
 )
+from nmfsc.atomic import write_atomic
 from nmfsc.sparseness import sparseness
 
 __all__ = [

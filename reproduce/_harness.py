@@ -24,8 +24,10 @@ from pathlib import Path
 import numpy as np
 
 import nmfsc
-from nmfsc._atomic import atomic_writer, write_atomic
+from nmfsc.atomic import atomic_writer, write_atomic
 from nmfsc.datasets.catalog import DATASETS
+from nmfsc.solvers.registry import SOLVERS, solver
+from reproduce.import_graph import module_path, reachable
 
 # Iteration budget of --quick runs: enough to exercise every code path.
 QUICK_MAX_ITER = 5
@@ -115,47 +117,29 @@ def _hash_files(paths) -> str:
     return digest.hexdigest()[:16]
 
 
-#: Modules that only draw, score or wrap results, or run on Dask arrays (which
-#: reproduce never passes): left out of the code version.
-_NOT_IN_CODE_VERSION = {
-    "plotting.py",
-    "scores.py",
-    "estimator.py",
-    "__main__.py",
-    "rowstats.py",
-    "accelerated.py",  # nmf_sc(solver="accelerated"): reproduce runs the paper's solver only
-    # The command line and its readers of the user's files (the data sets have their own).
-    "cli.py",
-    "_commands.py",
-    "readers.py",
-    "_parsers.py",
-}
-_PACKAGES_NOT_IN_CODE_VERSION = {"comparison", "dask_backend"}
-
-
 def code_files() -> list[Path]:
-    """The source files whose bytes make :func:`code_version`."""
-    package = Path(nmfsc.__file__).resolve().parent
-    files = [
-        p
-        for p in package.rglob("*.py")
-        if p.name not in _NOT_IN_CODE_VERSION
-        and not _PACKAGES_NOT_IN_CODE_VERSION.intersection(p.relative_to(package).parts)
-    ]
-    return [*files, Path(__file__).resolve()]
+    """The source files whose bytes make :func:`code_version`: the modules of the
+    solvers reproduce runs (each public solver's row of
+    :data:`nmfsc.solvers.registry.SOLVERS`, its default variant for nmf_sc)
+    and of the data-set table, with every module of the repository they
+    import (:func:`reproduce.import_graph.reachable`), and this file."""
+    starts = {"nmfsc.datasets.catalog"}
+    for spec in SOLVERS:
+        if spec is solver(spec.name):
+            starts |= {spec.function.__module__, spec.steps.__module__}
+    names = reachable(starts, REPO_ROOT)
+    return [*(module_path(name, REPO_ROOT) for name in sorted(names)), Path(__file__).resolve()]
 
 
 @functools.cache
 def code_version() -> str:
     """Hash of the source that decides a run's W and H: a change recomputes.
 
-    Modules that only draw, score or wrap results (plotting, scores, the
-    estimator, the comparison subpackage), the command line with its readers
-    of the user's files, the Dask backend with its kernels
-    (:mod:`nmfsc._kernels.rowstats`) and the opt-in accelerated solver
-    (:mod:`nmfsc.solvers.accelerated`; the figures use the paper's) are left
-    out, so changing them reuses the cached factorisations and keeps the
-    figures' version.
+    Only what the runs import is hashed (:func:`code_files`): the drawing, the
+    scores, the estimator, the comparison, the command line, the Dask backend
+    and the solvers reproduce does not run (such as ``nmf_sc``'s opt-in
+    variants) are not, so changing them reuses the cached factorisations and
+    keeps the figures' version.
     """
     return f"{nmfsc.__version__}+{_hash_files(code_files())}"
 
@@ -206,17 +190,6 @@ IMAGE_SHAPES = {name: dataset.tile_shape for name, dataset in DATASETS.items()}
 # --------------------------------------------------------------------------
 # Running with cache and checkpoints
 # --------------------------------------------------------------------------
-def _solver(name: str):
-    solvers = {
-        "nmf_sc": nmfsc.nmf_sc,
-        "nmf_euclidean": nmfsc.nmf_euclidean,
-        "nmf_divergence": nmfsc.nmf_divergence,
-        "local_nmf": nmfsc.local_nmf,
-        "sparse_nmf": nmfsc.sparse_nmf,
-    }
-    return solvers[name]
-
-
 def cache_key(exp: Experiment, options: Options) -> str:
     payload = {
         "experiment": exp.key_fields(options),
@@ -307,7 +280,7 @@ def _solve(exp, V, options, fields, checkpoint):
     import warnings
 
     def call(resume):
-        return _solver(exp.solver)(
+        return solver(exp.solver).run(
             V,
             exp.n_components,
             random_state=options.seed,

@@ -6,7 +6,7 @@ leaves the old set or the new one, never a mix:
 1. every file is written under a hidden staging name beside its target
    (``.fig3.new.png``, ``.fig3.new.pdf``, ``.fig3.new.json``), each one
    atomically and flushed to disk (:func:`nmfsc.plotting.save_figure`,
-   :func:`nmfsc._atomic.write_atomic`);
+   :func:`nmfsc.atomic.write_atomic`);
 2. a journal ``.fig3.swap.json`` naming the staged files and their targets is
    written (atomically): from here on the new set is committed;
 3. the staged files are renamed over their targets in a row
@@ -28,7 +28,7 @@ import json
 import os
 from pathlib import Path
 
-from nmfsc._atomic import write_atomic
+from nmfsc.atomic import write_atomic
 
 __all__ = ["finish_pending", "write_figure_set"]
 

@@ -96,7 +96,7 @@ def markdown(runs, table):
 
 def main(options):
     """Run the capped experiments again at twice their cap; write caps.*; return the paths."""
-    from nmfsc._atomic import write_atomic
+    from nmfsc.atomic import write_atomic
 
     at_cap = run_all(pick(*runs_needed()), options)
     capped = [n for n, run in at_cap.items() if run.stats["stop_reason"] == "max_iter"]

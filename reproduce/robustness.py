@@ -96,7 +96,7 @@ def main(options, seeds=DEFAULT_SEEDS):
     """Run every seed, write robustness.json/.md/.png/.pdf; return the paths."""
     import dataclasses
 
-    from nmfsc._atomic import write_atomic
+    from nmfsc.atomic import write_atomic
 
     flat_by_seed, runs_by_seed = [], {}
     for seed in seeds:

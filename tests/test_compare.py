@@ -13,7 +13,7 @@ import pytest
 
 import nmfsc
 import nmfsc.comparison._methods
-from nmfsc._atomic import write_atomic
+from nmfsc.atomic import write_atomic
 from nmfsc.comparison import METHODS, Comparison
 from nmfsc.comparison._errors import relative_error, rescaled_error
 from nmfsc.comparison._methods import starting_point

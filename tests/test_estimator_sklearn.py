@@ -20,7 +20,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 import nmfsc  # noqa: E402
 from nmfsc import SparseNMF  # noqa: E402
 from nmfsc._estimator_base import InitialObjectiveStop  # noqa: E402
-from nmfsc.solvers.hoyer import SOLVERS  # noqa: E402
+from nmfsc.solvers.registry import variants  # noqa: E402
 
 
 @pytest.fixture
@@ -90,7 +90,7 @@ def test_fit_is_nmf_sc_with_the_initial_objective_stop(X):
     assert all(abs(E[j - 10] - E[j]) >= 1e-4 * E[1] for j in range(11, k))
 
 
-@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("solver", variants(nmfsc.nmf_sc))
 def test_every_solver_is_accepted(X, solver):
     model = SparseNMF(3, solver=solver, random_state=0, tol=1e-4).fit(X)
     assert model.components_.shape == (3, X.shape[1])

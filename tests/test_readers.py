@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from PIL import Image
 
 import nmfsc
-from nmfsc._atomic import atomic_writer
+from nmfsc.atomic import atomic_writer
 from nmfsc.readers import DataFileError, check_n_components, read_matrix
 
 X = np.array([[1.0, 2.0, 0.0], [4.0, 0.5, 6.0]])  # 2 x 3

@@ -169,6 +169,6 @@ def test_code_version_covers_what_decides_the_figures_and_nothing_else():
         "_parsers.py",
     ):
         assert aside not in names
-    for decides in ("datasets/_loaders.py", "datasets/_readers.py", "datasets/_preprocess.py"):
+    for decides in ("datasets/catalog.py", "datasets/_readers.py", "datasets/_preprocess.py"):
         assert decides in names
     assert not any(n.endswith(("plotting.py", "estimator.py")) for n in names)

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ import nmfsc
 import reproduce._harness as harness
 import reproduce.experiments as experiments
 import reproduce.fig5 as fig5
+from nmfsc.solvers import dispatch, registry
 from reproduce.__main__ import main
 from reproduce._figure import figure_main
 from reproduce._output import finish_pending
@@ -53,6 +55,7 @@ import numpy as np
 import reproduce._harness as harness
 import reproduce.experiments as experiments
 import reproduce.fig5 as fig5
+from nmfsc.solvers import dispatch, registry
 from reproduce._figure import figure_main
 
 V = np.abs(np.random.default_rng(7).standard_normal((361, 30)))
@@ -92,8 +95,12 @@ def tiny(monkeypatch):
 
 
 @pytest.fixture
-def iterations(monkeypatch):
-    """Records the iterations nmf_sc runs; ``stop_at`` makes one raise KeyboardInterrupt."""
+def iterations():
+    """Records the iterations nmf_sc runs; ``stop_at`` makes one raise KeyboardInterrupt.
+
+    reproduce finds nmf_sc in the solvers' table, so the table installed in
+    :mod:`nmfsc.solvers.dispatch` gets a row whose function is the watched one
+    (the registry's own table is put back afterwards)."""
     seen = {"iterations": [], "stop_at": None}
     solver = nmfsc.nmf_sc
 
@@ -105,8 +112,10 @@ def iterations(monkeypatch):
 
         return solver(*args, callback=callback, **kwargs)
 
-    monkeypatch.setattr(nmfsc, "nmf_sc", watched)
-    return seen
+    rows = registry.SOLVERS
+    dispatch.install(replace(s, function=watched) if s.function is solver else s for s in rows)
+    yield seen
+    dispatch.install(rows)
 
 
 def run(out, *extra):

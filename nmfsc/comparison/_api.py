@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-import nmfsc
 from nmfsc._validation import check_nonneg_real, check_positive_int
+from nmfsc._version import __version__
 from nmfsc.comparison._methods import sklearn_available
 from nmfsc.comparison._result import Comparison
 from nmfsc.comparison._runner import check_settings, run_all
@@ -17,15 +17,24 @@ from nmfsc.comparison._runner import check_settings, run_all
 __all__ = ["compare"]
 
 
-# fmt: off
-def compare(V: ArrayLike, n_components: int, *, methods: Sequence[str] | None = None,
-            sparseness_w: float | None = None, sparseness_h: float | None = None,
-            seeds: Sequence[int] | int = (0, 1, 2), max_iter: int = 2000, tol: float = 1e-4,
-            max_time: float | None = None, image_shape: tuple[int, int] | None = None,
-            on_off: bool = False, parts: ArrayLike | None = None,
-            sparse_nmf_alpha: float = 100.0, progress: bool = True,
-            name: str | None = None) -> Comparison:
-    # fmt: on
+def compare(
+    V: ArrayLike,
+    n_components: int,
+    *,
+    methods: Sequence[str] | None = None,
+    sparseness_w: float | None = None,
+    sparseness_h: float | None = None,
+    seeds: Sequence[int] | int = (0, 1, 2),
+    max_iter: int = 2000,
+    tol: float = 1e-4,
+    max_time: float | None = None,
+    image_shape: tuple[int, int] | None = None,
+    on_off: bool = False,
+    parts: ArrayLike | None = None,
+    sparse_nmf_alpha: float = 100.0,
+    progress: bool = True,
+    name: str | None = None,
+) -> Comparison:
     r"""Run nmf_sc and standard NMF methods side by side on ``V``, from the same starts.
 
     Every method runs on ``V / max(V)`` (so every number reported is the same at
@@ -90,14 +99,27 @@ def compare(V: ArrayLike, n_components: int, *, methods: Sequence[str] | None = 
     }
     alpha = check_nonneg_real(sparse_nmf_alpha, "sparse_nmf_alpha")
     nmf_sc_params = {k: v for k, v in (("sparseness_w", sw), ("sparseness_h", sh)) if v is not None}
-    settings = _settings(name, V, M, methods, sw, sh, seeds, fit_options, image_shape, on_off,
-                         parts, alpha)  # fmt: skip
+    settings = _settings(
+        name, V, M, methods, sw, sh, seeds, fit_options, image_shape, on_off, parts, alpha
+    )
     scoring = {"image_shape": image_shape, "on_off": bool(on_off), "parts": parts}
-    rows, runs, matched = run_all(V, M, methods, seeds, nmf_sc_params=nmf_sc_params,
-                                  sparse_nmf_alpha=alpha, fit_options=fit_options,
-                                  scoring=scoring)  # fmt: skip
-    return Comparison(rows=rows, runs=_in_data_units(runs, scale), matched=matched,
-                      settings=settings, versions=_versions(methods))  # fmt: skip
+    rows, runs, matched = run_all(
+        V,
+        M,
+        methods,
+        seeds,
+        nmf_sc_params=nmf_sc_params,
+        sparse_nmf_alpha=alpha,
+        fit_options=fit_options,
+        scoring=scoring,
+    )
+    return Comparison(
+        rows=rows,
+        runs=_in_data_units(runs, scale),
+        matched=matched,
+        settings=settings,
+        versions=_versions(methods),
+    )
 
 
 def _in_data_units(runs, scale):
@@ -107,21 +129,26 @@ def _in_data_units(runs, scale):
     return runs
 
 
-def _settings(name, V, M, methods, sw, sh, seeds, fit_options, image_shape, on_off, parts,
-              alpha):  # fmt: skip
+def _settings(name, V, M, methods, sw, sh, seeds, fit_options, image_shape, on_off, parts, alpha):
     """The arguments of the call, JSON-ready (``Comparison.settings``)."""
     return {
-        "name": "data" if name is None else str(name), "shape": list(V.shape),
-        "n_components": M, "methods": list(methods), "sparseness_w": sw, "sparseness_h": sh,
-        "seeds": list(seeds), **{k: v for k, v in fit_options.items() if k != "progress"},
+        "name": "data" if name is None else str(name),
+        "shape": list(V.shape),
+        "n_components": M,
+        "methods": list(methods),
+        "sparseness_w": sw,
+        "sparseness_h": sh,
+        "seeds": list(seeds),
+        **{k: v for k, v in fit_options.items() if k != "progress"},
         "image_shape": None if image_shape is None else list(image_shape),
-        "on_off": bool(on_off), "parts": None if parts is None else list(parts.shape),
+        "on_off": bool(on_off),
+        "parts": None if parts is None else list(parts.shape),
         "sparse_nmf_alpha": alpha,
-    }  # fmt: skip
+    }
 
 
 def _versions(methods):
-    out = {"python": platform.python_version(), "numpy": np.__version__, "nmfsc": nmfsc.__version__}
+    out = {"python": platform.python_version(), "numpy": np.__version__, "nmfsc": __version__}
     if any(m.startswith("sklearn") for m in methods) and sklearn_available():
         import sklearn
 

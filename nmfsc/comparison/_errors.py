@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nmfsc.solvers._data import EXACT_BELOW, ScaledData, inner, is_sparse
+from nmfsc.solvers.framework import EXACT_BELOW, ScaledData, inner, is_sparse
 
 __all__ = ["frobenius_norm", "relative_error", "rescaled_error"]
 

@@ -24,8 +24,9 @@ value. Both are looser than nmfsc's rule (relative to the current objective),
 so scikit-learn may stop earlier at the same ``tol``. scikit-learn has no
 per-iteration hook: its curve has the start and the end only, and
 ``max_time`` does not apply to it. (Running it in warm-started chunks to get a
-curve and nmfsc's rule cost 15-170 % of its own time in its per-call checks
-and error evaluations, so the comparison runs it as its users do.)
+curve and nmfsc's rule adds its per-call checks and error evaluations to its
+time, a large share of it (benchmarks/README.md), so the comparison runs it as
+its users do.)
 
 scipy.sparse V is passed to every method as it is (nmfsc's solvers and
 scikit-learn's NMF both take it) and the errors come from sparse products
@@ -44,10 +45,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import nmfsc
 from nmfsc.comparison._errors import frobenius_norm, relative_error
-from nmfsc.solvers._loop import progress_bar
-from nmfsc.solvers._start import random_start
+from nmfsc.solvers import ConvergenceWarning
+from nmfsc.solvers.framework import progress_bar, random_start
+from nmfsc.solvers.registry import compared_solvers, solver
 
 __all__ = [
     "METHODS",
@@ -61,13 +62,13 @@ __all__ = [
     "starting_point",
 ]
 
-#: Methods backed by nmfsc's own solvers, in table order.
-NMFSC_METHODS = ("nmf_sc", "nmf_euclidean", "nmf_divergence", "local_nmf", "sparse_nmf")
+#: Methods backed by nmfsc's own solvers, in the order of their table
+#: (:data:`nmfsc.solvers.registry.SOLVERS`).
+NMFSC_METHODS = compared_solvers()
 #: Methods backed by scikit-learn (left out when it is not installed).
 SKLEARN_METHODS = ("sklearn_mu", "sklearn_cd", "sklearn_cd_l1")
 #: Every method name :func:`nmfsc.compare` accepts, in table order.
 METHODS = NMFSC_METHODS + SKLEARN_METHODS
-_EXACT_CURVE = ("nmf_sc", "nmf_euclidean")  # objective is 1/2 ||V - WH||^2
 
 
 @dataclass
@@ -161,13 +162,13 @@ def run_method(method, V, n_components, start, *, params, max_iter, tol, max_tim
     -------
     Run
     """
-    solver = getattr(nmfsc, method)
+    spec = solver(method)
     W0, H0 = start
-    curve = None if method in _EXACT_CURVE else _Curve(V, W0, H0)
+    curve = None if spec.squared_error else _Curve(V, W0, H0)  # None: read off E
     t0 = time.perf_counter()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
-        result = solver(
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        result = spec.run(
             V,
             n_components,
             W_init=W0,
@@ -199,12 +200,33 @@ def run_method(method, V, n_components, start, *, params, max_iter, tol, max_tim
 def _sklearn_model(solver, n_components, alpha_W, alpha_H, max_iter, tol):
     from sklearn.decomposition import NMF
 
-    return NMF(n_components, init="custom", solver=solver, beta_loss="frobenius", tol=tol,
-               max_iter=max_iter, alpha_W=alpha_W, alpha_H=alpha_H, l1_ratio=1.0)  # fmt: skip
+    return NMF(
+        n_components,
+        init="custom",
+        solver=solver,
+        beta_loss="frobenius",
+        tol=tol,
+        max_iter=max_iter,
+        alpha_W=alpha_W,
+        alpha_H=alpha_H,
+        l1_ratio=1.0,
+    )
 
 
-def run_sklearn(V, n_components, start, *, solver="cd", penalty=None, alpha=0.0, max_iter,
-                tol, max_time, progress, label=None):  # fmt: skip
+def run_sklearn(
+    V,
+    n_components,
+    start,
+    *,
+    solver="cd",
+    penalty=None,
+    alpha=0.0,
+    max_iter,
+    tol,
+    max_time,
+    progress,
+    label=None,
+):
     r"""scikit-learn's NMF from ``start``, one call (see the module notes).
 
     Parameters
@@ -248,11 +270,16 @@ def run_sklearn(V, n_components, start, *, solver="cd", penalty=None, alpha=0.0,
             bar.close()
     n_iter = int(model.n_iter_)
     norm_V = frobenius_norm(V)
-    run = Run(label, model.components_.T.copy(), coef.T.copy(), n_iter,
-              "tol" if n_iter < max_iter else "max_iter", wall)  # fmt: skip
+    run = Run(
+        label,
+        model.components_.T.copy(),
+        coef.T.copy(),
+        n_iter,
+        "tol" if n_iter < max_iter else "max_iter",
+        wall,
+    )
     run.iterations = [0, n_iter]
     run.times = [0.0, wall]
-    run.errors = [relative_error(V, W0, H0, norm_V),
-                  float(model.reconstruction_err_) / norm_V]  # fmt: skip
+    run.errors = [relative_error(V, W0, H0, norm_V), float(model.reconstruction_err_) / norm_V]
     run.params = {"alpha": float(alpha), "penalty_on": penalty} if penalty else {}
     return run

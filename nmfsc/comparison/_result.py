@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from nmfsc._atomic import write_atomic
+from nmfsc.atomic import write_atomic
 from nmfsc.comparison import _report
 from nmfsc.comparison._plots import plot_all
 

@@ -28,7 +28,6 @@ import warnings
 
 import numpy as np
 
-import nmfsc
 from nmfsc._validation import (
     as_float_array,
     check_data,
@@ -48,7 +47,9 @@ from nmfsc.comparison._methods import (
     starting_point,
 )
 from nmfsc.scores import locality, orientation, sparseness_summary
-from nmfsc.solvers._data import is_sparse
+from nmfsc.solvers import ConvergenceWarning
+from nmfsc.solvers.framework import is_sparse
+from nmfsc.solvers.registry import SPARSENESS, solver
 
 __all__ = ["check_methods", "run_all", "score_run"]
 
@@ -86,7 +87,8 @@ def check_settings(
     methods = check_methods(methods)
     sw = None if sparseness_w is None else check_sparseness(sparseness_w, "sparseness_w")
     sh = None if sparseness_h is None else check_sparseness(sparseness_h, "sparseness_h")
-    if sw is None and sh is None and {"nmf_sc", "sklearn_cd_l1"} & set(methods):
+    constrained = any(m == "sklearn_cd_l1" or _constrained(m) for m in methods)
+    if sw is None and sh is None and constrained:
         raise ValueError(
             "give sparseness_w or sparseness_h (the level nmf_sc is held to, e.g. "
             "sparseness_w=0.8); there is no default, the level is the point of the comparison"
@@ -110,6 +112,22 @@ def check_settings(
                 f"parts must be N x P with N = {V.shape[0]} (rows of V), got shape {parts.shape}"
             )
     return V, M, methods, sw, sh, seeds, image_shape, parts, scale
+
+
+def _constrained(method):
+    """Whether ``method`` is one of nmfsc's solvers held to a sparseness level (nmf_sc)."""
+    return method not in SKLEARN_METHODS and set(SPARSENESS) <= set(solver(method).keywords)
+
+
+def _params(method, nmf_sc_params, sparse_nmf_alpha):
+    """The own keywords of nmfsc's solver ``method``: the sparseness levels for
+    the constrained one; compare's L1 weight (``sparse_nmf_alpha``) for the
+    solver whose only keyword is an L1 weight ``alpha``; none for the others,
+    which keep their defaults."""
+    keywords = solver(method).keywords
+    if _constrained(method):
+        return nmf_sc_params
+    return {"alpha": sparse_nmf_alpha} if keywords == ("alpha",) else {}
 
 
 def normalised(V, scale):
@@ -178,12 +196,12 @@ def warm_up(methods, sparse_nmf_alpha, like=None):
     if like is not None and is_sparse(like):
         V = type(like)(V.astype(like.dtype))
         V = V.tocsc() if like.format == "csc" else V.tocsr()
-    extra = {"nmf_sc": {"sparseness_w": 0.5}, "sparse_nmf": {"alpha": sparse_nmf_alpha}}
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
         for method in methods:
-            if method in ("nmf_sc", "nmf_euclidean", "nmf_divergence", "local_nmf", "sparse_nmf"):
-                getattr(nmfsc, method)(V, 2, random_state=0, max_iter=2, **extra.get(method, {}))
+            if method not in SKLEARN_METHODS:
+                params = _params(method, {"sparseness_w": 0.5}, sparse_nmf_alpha)
+                solver(method).run(V, 2, random_state=0, max_iter=2, **params)
 
 
 def run_seed(V, M, seed, methods, *, nmf_sc_params, sparse_nmf_alpha, fit_options):
@@ -198,7 +216,8 @@ def run_seed(V, M, seed, methods, *, nmf_sc_params, sparse_nmf_alpha, fit_option
     runs, by_name, record = [], {}, None
     for method in methods:
         if method == "sklearn_cd_l1":
-            factor, target = _l1_target(nmf_sc_params, by_name.get("nmf_sc"))
+            constrained = next((by_name[m] for m in by_name if _constrained(m)), None)
+            factor, target = _l1_target(nmf_sc_params, constrained)
             run, record = matched_l1(
                 V,
                 M,
@@ -212,8 +231,8 @@ def run_seed(V, M, seed, methods, *, nmf_sc_params, sparse_nmf_alpha, fit_option
         elif method in SKLEARN_METHODS:
             run = run_sklearn(V, M, start, solver=method.split("_")[1], **fit_options)
         else:
-            params = {"nmf_sc": nmf_sc_params, "sparse_nmf": {"alpha": sparse_nmf_alpha}}
-            run = run_method(method, V, M, start, params=params.get(method, {}), **fit_options)
+            params = _params(method, nmf_sc_params, sparse_nmf_alpha)
+            run = run_method(method, V, M, start, params=params, **fit_options)
         runs.append(run)
         by_name[method] = run
     return runs, record

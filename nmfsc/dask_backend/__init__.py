@@ -16,14 +16,19 @@ per-chunk results; V is never gathered on one process, nor is a row of H.
 - :mod:`~nmfsc.dask_backend.stack_checkpoint`: checkpoints with H saved chunk-wise.
 - :mod:`~nmfsc.dask_backend.run`: the loop, the start and the result.
 
-Nothing here is imported by ``import nmfsc``: the solvers recognise a Dask
-array with :func:`is_dask_array` (which imports nothing) and import this
-package's modules, and with them Dask, only then.
+The package plugs into the solvers through :mod:`nmfsc.solvers.dispatch`:
+importing it (``import nmfsc`` does) registers the backend ``"dask"``, which
+accepts a Dask array (:func:`is_dask_array`, which imports nothing) and runs
+the solvers whose entry in :data:`nmfsc.solvers.registry.SOLVERS` names it.
+Its modules, and with them Dask, are imported only when such a run starts.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from nmfsc.solvers.dispatch import Backend, register_backend
+from nmfsc.solvers.registry import DASK
 
 __all__ = ["dask_frobenius_norm", "is_dask_array", "solve_on_dask"]
 
@@ -34,14 +39,15 @@ def is_dask_array(V):
     return cls.__name__ == "Array" and cls.__module__.startswith("dask.array")
 
 
-def solve_on_dask(solver, V, n_components, settings, *params):
-    """Run ``solver`` ("nmf_sc" with its sparseness_w, sparseness_h, or
-    "nmf_euclidean") on the Dask array V; Dask is imported only now."""
-    from nmfsc.dask_backend import run
+def solve_on_dask(steps, V, n_components, params, settings):
+    """Run the solver whose in-memory steps class is ``steps`` on the Dask array V
+    (:func:`nmfsc.dask_backend.run.run_on_dask`); Dask is imported only now."""
+    from nmfsc.dask_backend.run import run_on_dask
 
-    if solver == "nmf_sc":
-        return run.dask_nmf_sc(V, n_components, *params, settings)
-    return run.dask_nmf_euclidean(V, n_components, settings)
+    return run_on_dask(steps, V, n_components, params, settings)
+
+
+register_backend(Backend(DASK, is_dask_array, solve_on_dask))
 
 
 def dask_frobenius_norm(V, scale):

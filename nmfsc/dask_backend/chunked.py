@@ -32,7 +32,7 @@ from dask.delayed import Delayed
 
 from nmfsc._kernels import updates as _k
 from nmfsc._threads import run_groups, split, threads
-from nmfsc.solvers._data import inner, is_sparse
+from nmfsc.solvers.framework import inner, is_sparse
 
 __all__ = [
     "held",
@@ -275,8 +275,8 @@ def wtv_chunk(v, W, scale):
     the chunk is not copied (as :class:`nmfsc.solvers._data.ScaledData` does).
 
     Dense chunks too as ``(V_c^T W)^T``: OpenBLAS's ``W^T V_c`` (M x N times
-    N x T_c with M small) ran 3x slower than the whole ``W^T V`` per column
-    on the benchmark's 2000 x 5000 chunks, ``(V_c^T W)^T`` as fast."""
+    N x T_c with M small) is slower per column than the whole ``W^T V``,
+    ``(V_c^T W)^T`` as fast (benchmarks/README.md)."""
     v = v.tocsr() if is_sparse(v) else np.asarray(v)
     out = np.ascontiguousarray((v.T @ W).T)
     out /= scale

@@ -1,7 +1,7 @@
-"""The run of a Dask solver: :class:`nmfsc.solvers._loop.Run` with H chunked.
+"""The run of a Dask solver: :class:`nmfsc.solvers.framework.Run` with H chunked.
 
 The loop (stopping rule, stop reasons, warnings, callback, checkpoint
-schedule) is :class:`~nmfsc.solvers._loop.Run`'s; :class:`DaskRun` overrides
+schedule) is :class:`~nmfsc.solvers.framework.Run`'s; :class:`DaskRun` overrides
 only its hooks, for H a :class:`~nmfsc.dask_backend.chunked.ChunkedRows`:
 the data (:class:`~nmfsc.dask_backend.chunked.DaskData`), the checkpoint
 format (a Zarr stack), the callback's view of H and the result. The start is
@@ -15,33 +15,31 @@ from __future__ import annotations
 
 import contextlib
 import os
+from functools import partial
 
 import numpy as np
 
 from nmfsc.dask_backend.chunked import DaskData, compute, reduce_tree, task
 from nmfsc.dask_backend.stack_checkpoint import load_stack_checkpoint, save_stack_checkpoint
 from nmfsc.dask_backend.steps import DaskEuclideanSteps, DaskHoyerSteps
-from nmfsc.solvers._loop import Run
+from nmfsc.solvers.framework import Run
+from nmfsc.solvers.hoyer import HoyerSteps
+from nmfsc.solvers.standard import EuclideanSteps
 from nmfsc.sparseness import sparseness_or_nan
 
-__all__ = ["DaskRun", "dask_nmf_euclidean", "dask_nmf_sc"]
+__all__ = ["DASK_STEPS", "DaskRun", "run_on_dask"]
+
+#: The in-memory steps class of each solver that runs here -> its chunked form.
+DASK_STEPS = {HoyerSteps: DaskHoyerSteps, EuclideanSteps: DaskEuclideanSteps}
 
 
-def dask_nmf_sc(V, n_components, sparseness_w, sparseness_h, settings):
-    """:func:`nmfsc.nmf_sc` for a Dask array V (arguments already checked)."""
-
-    def make_steps(data, M):
-        return DaskHoyerSteps(data, M, sparseness_w, sparseness_h)
-
-    params = {"sparseness_w": sparseness_w, "sparseness_h": sparseness_h}
+def run_on_dask(steps, V, n_components, params, settings):
+    """Run the solver whose in-memory steps class is ``steps`` on the Dask array V
+    (its keywords ``params`` already checked): the backend's ``run``
+    (:class:`nmfsc.solvers.dispatch.Backend`)."""
+    make_steps = partial(DASK_STEPS[steps], **params)
     with blas_threads_shared(V):
-        return DaskRun(make_steps, V, n_components, params, settings).run(stacklevel=5)
-
-
-def dask_nmf_euclidean(V, n_components, settings):
-    """:func:`nmfsc.nmf_euclidean` for a Dask array V."""
-    with blas_threads_shared(V):
-        return DaskRun(DaskEuclideanSteps, V, n_components, {}, settings).run(stacklevel=5)
+        return DaskRun(make_steps, V, n_components, params, settings).run(stacklevel=6)
 
 
 @contextlib.contextmanager
@@ -52,8 +50,8 @@ def blas_threads_shared(V):
     :func:`~nmfsc.dask_backend.chunked.map_local`) run one task per core, each
     task's products (W^T V_c, V_c H_c^T) calling BLAS, whose own pool has a
     thread per core: on 2 cores, 4 threads then fight for 2 and the run is
-    1.5-2.5x slower than when each task's BLAS keeps to one thread (measured
-    on ``benchmarks/bench_dask.py``'s overhead part). With fewer column chunks
+    slower than when each task's BLAS keeps to one thread
+    (``benchmarks/bench_dask.py``'s overhead part; benchmarks/README.md). With fewer column chunks
     than cores, each task gets cores // chunks BLAS threads. The limit
     (``threadpoolctl``) holds for the run only; other schedulers (synchronous:
     one task at a time; ``dask.distributed``: its workers already start with
@@ -74,7 +72,7 @@ def blas_threads_shared(V):
 
 
 class DaskRun(Run):
-    """One run on a Dask array V: :class:`~nmfsc.solvers._loop.Run`'s loop,
+    """One run on a Dask array V: :class:`~nmfsc.solvers.framework.Run`'s loop,
     with the hooks for chunked H (module docstring)."""
 
     def open_data(self, V):

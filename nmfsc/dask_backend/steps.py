@@ -39,9 +39,14 @@ from nmfsc.dask_backend.chunked import (
     wtv_chunk,
 )
 from nmfsc.dask_backend.projection import chunk_stats, merge_stats, project_chunked_rows, trial
-from nmfsc.solvers._data import inner
-from nmfsc.solvers._objective import ColumnGram, SquaredErrorSteps, multiplicative_w_update
+from nmfsc.solvers.framework import (
+    ColumnGram,
+    SquaredErrorSteps,
+    inner,
+    multiplicative_w_update,
+)
 from nmfsc.solvers.hoyer import EPS, MU_GROWTH, MU_MIN, HoyerSteps
+from nmfsc.solvers.standard import EuclideanSteps
 
 __all__ = ["DaskEuclideanSteps", "DaskHoyerSteps"]
 
@@ -90,24 +95,24 @@ class DaskHoyerSteps(HoyerSteps):
         self.proj_h_client = None  # the in-memory projector's M x T buffers are not needed
         return {**state, "H": self.data.split(state["H"])}
 
-    def _h_multiplicative(self, W, H, rescale=True):
-        WtW = self._w_gram(W)
+    def h_multiplicative(self, W, H, rescale=True):
+        WtW = self.w_gram(W)
         H_new, row_ss = multiplicative_h(self.data, W, H, WtW)
         if rescale:
             H_new, W = rescale_rows(H_new, W, row_ss)
         return W, H_new
 
-    def _w_multiplicative(self, W, H, HHt=None):
+    def w_multiplicative(self, W, H, HHt=None):
         if HHt is None:
             HHt = self.data.vht_and_gram(H)[1]
-        return super()._w_multiplicative(W, H, HHt)
+        return super().w_multiplicative(W, H, HHt)
 
-    def _w_projected(self, W, H, mu, HHt=None):
+    def w_projected(self, W, H, mu, HHt=None):
         if HHt is None:
             HHt = self.data.vht_and_gram(H)[1]
-        return super()._w_projected(W, H, mu, HHt)
+        return super().w_projected(W, H, mu, HHt)
 
-    def _h_projected(self, W, H, mu):
+    def h_projected(self, W, H, mu):
         """The projected gradient H step (in-memory: :class:`HoyerSteps`), chunk by chunk.
 
         One round trip starts it: per chunk W^T V_c and dH_c (kept), the
@@ -115,7 +120,7 @@ class DaskHoyerSteps(HoyerSteps):
         first trial. Each trial then costs its projection passes and one round
         trip that writes the projected chunks and reduces their energy terms.
         """
-        WtW = self._w_gram(W)
+        WtW = self.w_gram(W)
         WtV, dH, (cross, quad), first = h_step_start(self.data, W, H, WtW, mu, self.h_shape)
         before = 0.5 * (self.vv - 2.0 * cross + inner(WtW, quad))
         l2 = np.ones(H.shape[0])
@@ -177,7 +182,7 @@ def h_step_start(data, W, H, WtW, mu, prior=None):
 class DaskEuclideanSteps(SquaredErrorSteps):
     """nmf_euclidean's iteration (H, then W, then H's rows to unit norm), chunked."""
 
-    name = "nmf_euclidean"
+    name = EuclideanSteps.name
 
     def __init__(self, data, n_components):
         super().__init__(data, n_components)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nmfsc._atomic import write_atomic
+from nmfsc.atomic import write_atomic
 
 from ._fetchers import DataError, DataWarning, Gate, resolve_gate
 from ._unpack import install_folder, iter_members, new_sibling_folder, unpack_members

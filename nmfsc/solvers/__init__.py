@@ -4,7 +4,10 @@ Every solver takes V (N x T, non-negative, one sample per column) and the
 number of components M, works on ``V / max(V)``, and returns an
 :class:`NMFResult` whose W is back in the units of V (``W @ H ~ V``).
 
-Modules: ``hoyer`` (nmf_sc, Hoyer's sparseness-constrained solver),
+Modules: ``registry`` (the table of every solver and ``solver=`` variant),
+``dispatch`` (how a call finds what runs it; where backends register),
+``framework`` (the parts below, for backends, compare and the estimator),
+``hoyer`` (nmf_sc, Hoyer's sparseness-constrained solver),
 ``standard`` (Lee & Seung's Euclidean and divergence NMF), ``penalized``
 (local and sparse NMF), ``_loop`` (the shared outer loop and stopping rule),
 ``_settings`` (the loop keywords, :class:`LoopSettings`), ``_start`` (the
@@ -16,6 +19,7 @@ sections), ``_result`` (the result and warning). The input checks are in
 :mod:`nmfsc._validation`.
 """
 
+from nmfsc.solvers import registry  # noqa: F401  (importing it installs the solvers' table)
 from nmfsc.solvers._result import ConvergenceWarning, IterationState, NMFResult
 from nmfsc.solvers.checkpoint import CheckpointMismatchError
 from nmfsc.solvers.hoyer import nmf_sc

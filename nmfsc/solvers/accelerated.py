@@ -126,7 +126,7 @@ class AcceleratedSteps(HoyerSteps):
         W, H = state["W"], state["H"]
         N, T = self.data.shape
         WtV = self.data.wtv(W)
-        WtW = self._w_gram(W)
+        WtW = self.w_gram(W)
         if self.proj_h is None:
             H = sweep(H, WtW, WtV, _rb.RULE_NONNEG, 1.0, self.sweeps(T, N), SWEEP_DELTA)
             if self.proj_w is not None:

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nmfsc._atomic import atomic_writer
+from nmfsc.atomic import atomic_writer
 
 __all__ = [
     "CheckpointMismatchError",

@@ -51,10 +51,10 @@ class CoefficientSteps(HoyerSteps):
         W, H = state["W"], state["H"]
         mu_h = float(state["mu_H"])
         if self.proj_h is None:
-            _, H = self._h_multiplicative(W, H, rescale=False)
-            energy = None  # _h_multiplicative keeps no products: recorded exactly below
+            _, H = self.h_multiplicative(W, H, rescale=False)
+            energy = None  # h_multiplicative keeps no products: recorded exactly below
         else:
-            H, mu_h, energy, _ = self._h_projected(W, H, mu_h)
+            H, mu_h, energy, _ = self.h_projected(W, H, mu_h)
             if H is None:
                 return {**state, "mu_H": mu_h}, None, "step_size"
         new = {"W": W, "H": H, "mu_W": state["mu_W"], "mu_H": mu_h}

@@ -56,10 +56,8 @@ from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import updates as _k
 from nmfsc._threads import run_groups, split, threads
 from nmfsc._validation import check_optional_sparseness
-from nmfsc.dask_backend import is_dask_array, solve_on_dask
 from nmfsc.solvers._data import inner
 from nmfsc.solvers._docs import EUCLIDEAN_UNITS, document
-from nmfsc.solvers._loop import solve
 from nmfsc.solvers._objective import (
     ColumnGram,
     RowGram,
@@ -70,12 +68,13 @@ from nmfsc.solvers._objective import (
 from nmfsc.solvers._result import NMFResult
 from nmfsc.solvers._settings import LoopOptions, LoopSettings, takes_loop_settings
 from nmfsc.solvers._start import refuse_dead_components
+from nmfsc.solvers.dispatch import run_steps, variant
 from nmfsc.sparseness import l1_for_sparseness
 
 if TYPE_CHECKING:  # typing.Unpack is Python >= 3.11; only the type checker needs it
     from typing_extensions import Unpack
 
-__all__ = ["HoyerSteps", "SOLVERS", "nmf_sc", "support_sizes"]
+__all__ = ["HoyerSteps", "nmf_sc", "support_sizes"]
 
 MU_MIN = 1e-200
 MU_GROWTH = 1.2
@@ -133,18 +132,35 @@ class _Projector:
         """Rows a..b-1 of :meth:`rows`."""
         rows = slice(a, b)
         _proj.project_rows(
-            X[rows], l1[rows], self.ones[rows], True, _proj.METHOD_FAST, self.out[rows],
-            self.status[rows], self.passes[rows], self.max_passes,
-        )  # fmt: skip
+            X[rows],
+            l1[rows],
+            self.ones[rows],
+            True,
+            _proj.METHOD_FAST,
+            self.out[rows],
+            self.status[rows],
+            self.passes[rows],
+            self.max_passes,
+        )
 
     def _step(self, X, G, mu, guide, own_norm, a, b):
         """Rows a..b-1 of :meth:`step_rows`, with a row of scratch of their own."""
         rows = slice(a, b)
         row = np.empty(self.shape[1], dtype=self.dtype)
         _proj.project_step_rows(
-            X[rows], G[rows], mu, self.l1_unit, own_norm, _proj.METHOD_FAST, self.out[rows],
-            self.status[rows], self.passes[rows], self.max_passes, guide[rows], row,
-        )  # fmt: skip
+            X[rows],
+            G[rows],
+            mu,
+            self.l1_unit,
+            own_norm,
+            _proj.METHOD_FAST,
+            self.out[rows],
+            self.status[rows],
+            self.passes[rows],
+            self.max_passes,
+            guide[rows],
+            row,
+        )
 
     def take(self):
         """The last projected rows as a new array of the caller's (no copy: the
@@ -174,7 +190,19 @@ def support_sizes(X):
 
 
 class HoyerSteps(SquaredErrorSteps):
-    """One iteration of nmf_sc: the H step, then the W step (module docstring)."""
+    """One iteration of nmf_sc: the H step, then the W step (module docstring).
+
+    :meth:`step` is written in four half-steps, the interface a backend that
+    keeps V or H elsewhere overrides (the Dask backend's ``DaskHoyerSteps``
+    replaces the products with chunk-wise reductions and keeps the rules):
+
+    - :meth:`h_multiplicative` and :meth:`h_projected`: H's update, with W fixed;
+    - :meth:`w_multiplicative` and :meth:`w_projected`: W's update, with H fixed;
+
+    and the two Gram caches :attr:`w_gram` (W^T W, a
+    :class:`~nmfsc.solvers.framework.ColumnGram`) and :attr:`h_gram` (H H^T, a
+    :class:`~nmfsc.solvers.framework.RowGram`).
+    """
 
     name = "nmf_sc"
     state_scalars: tuple[str, ...] = ("mu_W", "mu_H")
@@ -192,8 +220,8 @@ class HoyerSteps(SquaredErrorSteps):
             self.proj_w = _Projector(M, N, l1_for_sparseness(sparseness_w, N), data.dtype)
         # W^T W, computed once per W array (as the trials' columns C C^T when W
         # is projected, so that the kept product and a recomputed one agree).
-        self._w_gram = ColumnGram(from_columns=sparseness_w is not None)
-        self._h_gram = RowGram()  # H H^T of the H the last H step accepted
+        self.w_gram = ColumnGram(from_columns=sparseness_w is not None)
+        self.h_gram = RowGram()  # H H^T of the H the last H step accepted
 
     # --- start ------------------------------------------------------------
     def initialize(self, W, H):
@@ -231,16 +259,16 @@ class HoyerSteps(SquaredErrorSteps):
         mu_w, mu_h = float(state["mu_W"]), float(state["mu_H"])
         HHt = None  # H H^T of the new H, when the H step has computed it
         if self.proj_h is None:
-            W, H = self._h_multiplicative(W, H)
+            W, H = self.h_multiplicative(W, H)
         else:
-            H, mu_h, _, HHt = self._h_projected(W, H, mu_h)
+            H, mu_h, _, HHt = self.h_projected(W, H, mu_h)
             if H is None:  # no descent step: converged; only mu_H changed
                 return {**state, "mu_H": mu_h}, None, "step_size"
         reason = None
         if self.proj_w is None:
-            W, energy = self._w_multiplicative(W, H, HHt)
+            W, energy = self.w_multiplicative(W, H, HHt)
         else:
-            W_new, mu_w, energy = self._w_projected(W, H, mu_w, HHt)
+            W_new, mu_w, energy = self.w_projected(W, H, mu_w, HHt)
             if W_new is None:
                 reason = "step_size"  # H has moved; W stays
             else:
@@ -248,11 +276,11 @@ class HoyerSteps(SquaredErrorSteps):
         new = {"W": W, "H": H, "mu_W": mu_w, "mu_H": mu_h}
         return new, self.recorded(energy, W, H), reason
 
-    def _h_multiplicative(self, W, H, rescale=True):
+    def h_multiplicative(self, W, H, rescale=True):
         """The multiplicative H update; with ``rescale`` (nmf_sc) rows of H are
         then scaled to unit L2 norm and W's columns take the norms."""
         WtV = self.data.wtv(W)
-        WtW = self._w_gram(W)
+        WtW = self.w_gram(W)
         H_new, row_ss = np.empty_like(H), np.empty(H.shape[0])
         _k.multiplicative_update_into(H, WtV, WtW @ H, EPS, H_new, row_ss)
         if rescale:
@@ -260,28 +288,28 @@ class HoyerSteps(SquaredErrorSteps):
             _k.scale_rows_to_unit_l2(H_new, W, row_ss)
         return W, H_new
 
-    def _w_multiplicative(self, W, H, HHt=None):
+    def w_multiplicative(self, W, H, HHt=None):
         """The multiplicative W update; returns the new W and E(W, H) by the expansion."""
         HHt = H @ H.T if HHt is None else HHt
         W, cross = multiplicative_w_update(self.data, W, H, HHt, EPS)
         # expanded_objective(vv, V H^T, W, H H^T, columns=True, quad=W^T W)
-        return W, 0.5 * (self.vv - 2.0 * cross + inner(HHt, self._w_gram(W)))
+        return W, 0.5 * (self.vv - 2.0 * cross + inner(HHt, self.w_gram(W)))
 
-    def _h_projected(self, W, H, mu):
+    def h_projected(self, W, H, mu):
         """The projected gradient H step. Returns the new H (None if no step
         size gives descent), the new step size, E(W, H) by the expansion, and
         H H^T of the new H (which the W step needs too)."""
         WtV = self.data.wtv(W)
-        WtW = self._w_gram(W)
-        before = expanded_objective(self.vv, WtV, H, WtW, False, self._h_gram(H))
+        WtW = self.w_gram(W)
+        before = expanded_objective(self.vv, WtV, H, WtW, False, self.h_gram(H))
         dH = WtW @ H
         dH -= WtV
         H_new, mu, energy, quad = self._line_search(self.proj_h, H, dH, mu, before, WtV, WtW)
         if H_new is not None:
-            self._h_gram.keep(H_new, quad)
+            self.h_gram.keep(H_new, quad)
         return H_new, mu, energy, quad
 
-    def _w_projected(self, W, H, mu, HHt=None):
+    def w_projected(self, W, H, mu, HHt=None):
         """The projected gradient W step, taken on C = W^T (M x N, one column
         of W per row: the projection's layout), with the gradient
         dC = H H^T C - H V^T and
@@ -296,7 +324,7 @@ class HoyerSteps(SquaredErrorSteps):
         HVt = self.data.hvt(H)
         HHt = H @ H.T if HHt is None else HHt
         C = np.ascontiguousarray(W.T)
-        before = expanded_objective(self.vv, HVt, C, HHt, False, self._w_gram(W, C))
+        before = expanded_objective(self.vv, HVt, C, HHt, False, self.w_gram(W, C))
         dC = HHt @ C
         dC -= HVt
         C_new, mu, energy, quad = self._line_search(
@@ -305,7 +333,7 @@ class HoyerSteps(SquaredErrorSteps):
         if C_new is None:
             return None, mu, energy
         W_new = np.ascontiguousarray(C_new.T)
-        self._w_gram.keep(W_new, quad)
+        self.w_gram.keep(W_new, quad)
         return W_new, mu, energy
 
     def _line_search(self, projector, X, D, mu, before, A, G, own_norm=False):
@@ -329,33 +357,17 @@ class HoyerSteps(SquaredErrorSteps):
                 return None, mu, before, None
 
 
-#: The algorithms ``nmf_sc(solver=...)`` offers; "hoyer", the paper's, is the default.
-SOLVERS = ("hoyer", "accelerated")
-
-
-def _steps_class(solver, on_dask=False):
-    """The Steps class of ``solver`` (accelerated.py imports this module); the
-    Dask path (``on_dask``) runs the paper's algorithm only."""
-    if solver not in SOLVERS:
-        raise ValueError(f"solver must be one of {', '.join(map(repr, SOLVERS))}; got {solver!r}")
-    if on_dask and solver != "hoyer":
-        raise ValueError(
-            f"solver={solver!r} does not run on a Dask array yet; use solver='hoyer' "
-            "(the paper's algorithm) or compute V into memory"
-        )
-    if solver == "accelerated":
-        from nmfsc.solvers.accelerated import AcceleratedSteps
-
-        return AcceleratedSteps
-    return HoyerSteps
-
-
 @document(EUCLIDEAN_UNITS)
 @takes_loop_settings
 def nmf_sc(
-    V: ArrayLike, n_components: int, *, sparseness_w: float | None = None,
-    sparseness_h: float | None = None, solver: str = "hoyer", **loop: Unpack[LoopOptions]
-) -> NMFResult:  # fmt: skip
+    V: ArrayLike,
+    n_components: int,
+    *,
+    sparseness_w: float | None = None,
+    sparseness_h: float | None = None,
+    solver: str = "hoyer",
+    **loop: Unpack[LoopOptions],
+) -> NMFResult:
     r"""Non-negative matrix factorization with sparseness constraints (Hoyer 2004).
 
     Finds non-negative ``W`` (N x M) and ``H`` (M x T) minimising
@@ -386,10 +398,12 @@ def nmf_sc(
     sparseness_w, sparseness_h : float in [0, 1] or None, default None
         Target sparseness of every column of W / every row of H; None leaves
         that factor unconstrained (multiplicative updates).
-    solver : {"hoyer", "accelerated"}, default "hoyer"
-        The algorithm: "hoyer" is the paper's (described above), the one the
-        figures are made with; "accelerated" solves the same problem from the
-        same start, faster (:mod:`nmfsc.solvers.accelerated`).
+    solver : str, default "hoyer"
+        The algorithm, one of the variants of nmf_sc in
+        :data:`nmfsc.solvers.registry.SOLVERS`: "hoyer" is the paper's
+        (described above), the one the figures are made with; "accelerated"
+        solves the same problem from the same start, faster
+        (:mod:`nmfsc.solvers.accelerated`).
     %(options)s
 
     Returns
@@ -423,12 +437,6 @@ def nmf_sc(
     settings = LoopSettings.from_keywords("nmf_sc", loop)
     s_w = check_optional_sparseness(sparseness_w, "sparseness_w")
     s_h = check_optional_sparseness(sparseness_h, "sparseness_h")
-    steps_class = _steps_class(solver, on_dask=is_dask_array(V))
-    if is_dask_array(V):  # V chunked on a Dask scheduler: nmfsc.dask_backend (issue 17)
-        return solve_on_dask("nmf_sc", V, n_components, settings, s_w, s_h)
-
-    def make_steps(Vn, M):
-        return steps_class(Vn, M, s_w, s_h)
-
+    steps = variant("nmf_sc", solver).steps  # the table: nmfsc.solvers.registry
     params = {"sparseness_w": s_w, "sparseness_h": s_h}
-    return solve(make_steps, V, n_components, solver_params=params, settings=settings)
+    return run_steps(steps, V, n_components, params=params, settings=settings)

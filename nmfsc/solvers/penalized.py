@@ -18,9 +18,9 @@ from nmfsc._kernels import updates as _k
 from nmfsc._validation import check_nonneg_real
 from nmfsc.solvers._data import inner, total
 from nmfsc.solvers._docs import DIVERGENCE_UNITS, document
-from nmfsc.solvers._loop import solve
 from nmfsc.solvers._result import NMFResult
 from nmfsc.solvers._settings import LoopOptions, LoopSettings, takes_loop_settings
+from nmfsc.solvers.dispatch import run_steps
 from nmfsc.solvers.standard import QuotientSteps
 
 if TYPE_CHECKING:  # typing.Unpack is Python >= 3.11; only the type checker needs it
@@ -143,12 +143,8 @@ def local_nmf(
     alpha = check_nonneg_real(alpha, "alpha")
     beta = check_nonneg_real(beta, "beta")
 
-    def make_steps(Vn, M):
-        return LocalSteps(Vn, M, alpha, beta)
-
-    return solve(
-        make_steps, V, n_components, solver_params={"alpha": alpha, "beta": beta}, settings=settings
-    )
+    params = {"alpha": alpha, "beta": beta}
+    return run_steps(LocalSteps, V, n_components, params=params, settings=settings)
 
 
 @document(DIVERGENCE_UNITS)
@@ -193,7 +189,4 @@ def sparse_nmf(
     settings = LoopSettings.from_keywords("sparse_nmf", loop)
     alpha = check_nonneg_real(alpha, "alpha")
 
-    def make_steps(Vn, M):
-        return LiuSparseSteps(Vn, M, alpha)
-
-    return solve(make_steps, V, n_components, solver_params={"alpha": alpha}, settings=settings)
+    return run_steps(LiuSparseSteps, V, n_components, params={"alpha": alpha}, settings=settings)

@@ -15,14 +15,14 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from nmfsc._kernels import updates as _k
-from nmfsc.dask_backend import is_dask_array, solve_on_dask
 from nmfsc.solvers._data import inner
 from nmfsc.solvers._docs import DIVERGENCE_UNITS, EUCLIDEAN_UNITS, document
-from nmfsc.solvers._loop import Steps, solve
+from nmfsc.solvers._loop import Steps
 from nmfsc.solvers._objective import ColumnGram, SquaredErrorSteps, multiplicative_w_update
 from nmfsc.solvers._result import NMFResult
 from nmfsc.solvers._settings import LoopOptions, LoopSettings, takes_loop_settings
 from nmfsc.solvers._start import refuse_dead_components
+from nmfsc.solvers.dispatch import run_steps
 
 if TYPE_CHECKING:  # typing.Unpack is Python >= 3.11; only the type checker needs it
     from typing_extensions import Unpack
@@ -162,9 +162,7 @@ def nmf_euclidean(V: ArrayLike, n_components: int, **loop: Unpack[LoopOptions]) 
     constraints", JMLR 5:1457-1469, 2004 (nmfpack's nmfmse).
     """
     settings = LoopSettings.from_keywords("nmf_euclidean", loop)
-    if is_dask_array(V):  # V chunked on a Dask scheduler: nmfsc.dask_backend (issue 17)
-        return solve_on_dask("nmf_euclidean", V, n_components, settings)
-    return solve(EuclideanSteps, V, n_components, solver_params={}, settings=settings)
+    return run_steps(EuclideanSteps, V, n_components, params={}, settings=settings)
 
 
 @document(DIVERGENCE_UNITS)
@@ -204,4 +202,4 @@ def nmf_divergence(V: ArrayLike, n_components: int, **loop: Unpack[LoopOptions])
     constraints", JMLR 5:1457-1469, 2004 (nmfpack's nmfdiv).
     """
     settings = LoopSettings.from_keywords("nmf_divergence", loop)
-    return solve(DivergenceSteps, V, n_components, solver_params={}, settings=settings)
+    return run_steps(DivergenceSteps, V, n_components, params={}, settings=settings)

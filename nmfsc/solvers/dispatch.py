@@ -1,0 +1,165 @@
+"""How a solver call finds what runs it: the solvers' table and the backends.
+
+This module is the seam between the solvers and what plugs into them. It
+imports no solver and no backend; both are handed to it:
+
+- the table of solvers, :data:`nmfsc.solvers.registry.SOLVERS`, which that
+  module installs here (:func:`install`) when ``nmfsc.solvers`` is imported.
+  A public solver function asks it for its ``solver=`` variant
+  (:func:`variant`) and runs its steps with :func:`run_steps`;
+- the backends, each registered by its own package (:func:`register_backend`).
+  A backend runs a solver on data kept elsewhere than in one NumPy or SciPy
+  array (the Dask backend, :mod:`nmfsc.dask_backend`: V chunked on a Dask
+  scheduler).
+
+A backend
+---------
+A :class:`Backend` is a name, a test ``accepts(V)`` (is V this backend's
+kind of data? It must not import the backend's dependencies) and a function
+``run(steps, V, n_components, params, settings)``, which runs the in-memory
+steps class ``steps`` (a :class:`~nmfsc.solvers.framework.Steps` subclass,
+such as :class:`~nmfsc.solvers.hoyer.HoyerSteps`) on V in its own way and
+returns an :class:`~nmfsc.solvers.framework.NMFResult`. ``params`` are the
+solver's own keywords, already validated (the steps class's constructor
+takes them by name); ``settings`` is the call's
+:class:`~nmfsc.solvers.framework.LoopSettings`. A backend usually subclasses
+:class:`~nmfsc.solvers.framework.Run` (the loop; its hooks say what it
+overrides) and the steps class (for nmf_sc, :class:`~nmfsc.solvers.hoyer.HoyerSteps`'s
+four half-steps). A solver runs on a backend when its table entry names the
+backend (:attr:`SolverSpec.backends`).
+
+Data that a registered backend accepts, given to a solver whose entry does not
+name that backend, is read as any array-like (NumPy gathers it into memory),
+except by a ``solver=`` variant of nmf_sc, which refuses it and names the
+variant that runs there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from nmfsc.solvers._loop import Run
+
+__all__ = [
+    "IN_MEMORY",
+    "Backend",
+    "SolverSpec",
+    "backend_for",
+    "install",
+    "register_backend",
+    "run_steps",
+    "solver_specs",
+    "variant",
+]
+
+#: The name of the backend every solver has: V as one NumPy array or SciPy
+#: sparse matrix, in this process's memory.
+IN_MEMORY = "numpy"
+
+
+@dataclass(frozen=True)
+class SolverSpec:
+    """One row of the solvers' table (:data:`nmfsc.solvers.registry.SOLVERS`).
+
+    Attributes
+    ----------
+    name : str
+        The public function's name (``nmfsc.<name>``).
+    function : callable
+        The public function.
+    steps : type
+        Its :class:`~nmfsc.solvers.framework.Steps` subclass: the per-iteration rules.
+    keywords : tuple of str
+        Its own keywords (besides the loop's), which its steps class takes by name.
+    variant : str or None
+        The value of ``solver=`` that selects it, for the variants of nmf_sc;
+        None for a function without variants.
+    backends : tuple of str
+        The backends it runs on (:data:`IN_MEMORY` first).
+    squared_error : bool
+        Whether its objective is :math:`\\tfrac12\\lVert V - WH\\rVert_F^2`, so that
+        its relative error is read off its objective history.
+    compared : bool
+        Whether :func:`nmfsc.compare` offers it as a method.
+    """
+
+    name: str
+    function: Callable[..., Any]
+    steps: type
+    keywords: tuple[str, ...] = ()
+    variant: str | None = None
+    backends: tuple[str, ...] = (IN_MEMORY,)
+    squared_error: bool = False
+    compared: bool = True
+
+    def run(self, V, n_components, **keywords):
+        """Call the public function, with ``solver=`` set for a variant."""
+        if self.variant is not None:
+            keywords["solver"] = self.variant
+        return self.function(V, n_components, **keywords)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A backend: its name, which data it takes and how it runs a solver (module docstring)."""
+
+    name: str
+    accepts: Callable[[Any], bool]
+    run: Callable[..., Any]
+
+
+_SPECS: list[SolverSpec] = []
+_BACKENDS: dict[str, Backend] = {}
+
+
+def install(specs) -> None:
+    """Make ``specs`` the solvers' table (called by :mod:`nmfsc.solvers.registry`)."""
+    _SPECS[:] = list(specs)
+
+
+def solver_specs() -> tuple[SolverSpec, ...]:
+    """The installed table, in its order."""
+    return tuple(_SPECS)
+
+
+def register_backend(backend: Backend) -> None:
+    """Register ``backend`` (replacing one of the same name); its package calls this
+    when it is imported."""
+    _BACKENDS[backend.name] = backend
+
+
+def backend_for(V) -> Backend | None:
+    """The registered backend that accepts V, or None for in-memory data."""
+    return next((b for b in _BACKENDS.values() if b.accepts(V)), None)
+
+
+def variant(name: str, solver: str) -> SolverSpec:
+    """The entry of ``name``'s variant ``solver``; a ValueError names the variants."""
+    variants = [s for s in _SPECS if s.name == name and s.variant is not None]
+    for spec in variants:
+        if spec.variant == solver:
+            return spec
+    allowed = ", ".join(repr(s.variant) for s in variants)
+    raise ValueError(f"solver must be one of {allowed}; got {solver!r}")
+
+
+def run_steps(steps: type, V, n_components, *, params: dict, settings):
+    """Run the steps class ``steps`` with its keywords ``params`` on V: on the
+    backend that accepts V when the solver's entry names it, else in memory
+    (:class:`~nmfsc.solvers.framework.Run`)."""
+    backend = backend_for(V)
+    if backend is not None:
+        spec = next((s for s in _SPECS if s.steps is steps), None)
+        if spec is not None and backend.name in spec.backends:
+            return backend.run(steps, V, n_components, params, settings)
+        if spec is not None and spec.variant is not None:
+            default = next(s.variant for s in _SPECS if s.name == spec.name and s.variant)
+            raise ValueError(
+                f"solver={spec.variant!r} does not run on a {backend.name.capitalize()} array "
+                f"yet; use solver={default!r} (the paper's algorithm) or compute V into memory"
+            )
+    make_steps = partial(steps, **params)
+    return Run(make_steps, V, n_components, params, settings).run(stacklevel=4)
