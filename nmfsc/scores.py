@@ -190,8 +190,9 @@ def _doubled_angle_grid(n_fft):
     return (k_col**2 - k_row**2) / k2, 2.0 * k_row * k_col / k2
 
 
-def orientation(W: ArrayLike, patch_shape: tuple[int, int] = (12, 12),
-                on_off: bool = True) -> NDArray[np.float64]:  # fmt: skip
+def orientation(
+    W: ArrayLike, patch_shape: tuple[int, int] = (12, 12), on_off: bool = True
+) -> NDArray[np.float64]:
     r"""How much of each filter's spectral power lies at a single orientation.
 
     The filter of a column ``w`` is ``f = w[:P] - w[P:]`` (ON minus OFF,

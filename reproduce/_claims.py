@@ -61,8 +61,10 @@ def constraint_error(results):
     """Largest distance of any run's achieved sparseness from its target."""
     worst = 0.0
     for run in results.values():
-        for param, field in (("sparseness_w", "sparseness_W_columns"),
-                             ("sparseness_h", "sparseness_H_rows")):  # fmt: skip
+        for param, field in (
+            ("sparseness_w", "sparseness_W_columns"),
+            ("sparseness_h", "sparseness_H_rows"),
+        ):
             target = run.experiment.params.get(param)
             if target is not None:
                 got = run.stats[field]

@@ -100,8 +100,9 @@ def main(options):
 
     at_cap = run_all(pick(*runs_needed()), options)
     capped = [n for n, run in at_cap.items() if run.stats["stop_reason"] == "max_iter"]
-    longer = [dataclasses.replace(EXPERIMENTS[n], max_iter=2 * EXPERIMENTS[n].max_iter)
-              for n in capped]  # fmt: skip
+    longer = [
+        dataclasses.replace(EXPERIMENTS[n], max_iter=2 * EXPERIMENTS[n].max_iter) for n in capped
+    ]
     twice = run_all(longer, options)
     flat_cap = flatten(figure_claims(at_cap))
     flat_twice = flatten(figure_claims({**at_cap, **twice}))
@@ -121,7 +122,8 @@ def main(options):
     }
     out = options.out_dir
     write_atomic(out / "caps.md", markdown(runs, table))
-    fig = strip_figure(score_panels([flat_cap, flat_twice]), ["at the cap", "twice the cap"],
-                       CAPTION)  # fmt: skip
+    fig = strip_figure(
+        score_panels([flat_cap, flat_twice]), ["at the cap", "twice the cap"], CAPTION
+    )
     paths = write_figure_set(fig, out, "caps", figure_json(options, "caps", CAPTION, payload))
     return [*paths, out / "caps.md"]

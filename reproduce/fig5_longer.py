@@ -55,9 +55,16 @@ def main(argv=None):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)  # tol=0: the cap stops it
-        result = nmfsc.nmf_sc(V, exp.n_components, random_state=args.seed,
-                              max_iter=args.max_iter, tol=0.0, callback=report,
-                              progress=False, **exp.params)  # fmt: skip
+        result = nmfsc.nmf_sc(
+            V,
+            exp.n_components,
+            random_state=args.seed,
+            max_iter=args.max_iter,
+            tol=0.0,
+            callback=report,
+            progress=False,
+            **exp.params,
+        )
     print(json.dumps(row(result.n_iter, result.W, result.objective[-1])))
 
 

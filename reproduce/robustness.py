@@ -110,7 +110,7 @@ def main(options, seeds=DEFAULT_SEEDS):
         "parameters": {
             "seeds": list(seeds),
             "figures": ["fig1", "fig3", "fig4", "fig5", "sec5", "fig6"],
-        },  # fmt: skip
+        },
         "runs": runs_by_seed,
         "claims": table,
         "summary": {
@@ -127,6 +127,7 @@ def main(options, seeds=DEFAULT_SEEDS):
     out = options.out_dir
     write_atomic(out / "robustness.md", text)
     fig = strip_figure(score_panels(flat_by_seed), [f"seed {s}" for s in seeds], CAPTION)
-    paths = write_figure_set(fig, out, "robustness", figure_json(options, "robustness",
-                                                                  CAPTION, payload))  # fmt: skip
+    paths = write_figure_set(
+        fig, out, "robustness", figure_json(options, "robustness", CAPTION, payload)
+    )
     return [*paths, out / "robustness.md"]
