@@ -68,7 +68,7 @@ goes to lane i % 16 of a lane row, the rows are folded by a fixed tree, and
 the tail is added in index order. The lane rows are arrays on the stack
 (:func:`stack_lanes`), which LLVM keeps in vector registers (two AVX-512 or
 four AVX2 registers a row); rows in heap arrays stay in memory, and the
-loops then wait on store-to-load forwarding, 2-8 times slower. The level
+loops then wait on store-to-load forwarding, several times slower. The level
 pass's g adds w * d for every entry (w = 1 above the level, else 0), so a NaN
 (0 * NaN) or infinite entry makes it NaN or infinite: no sum reaches the
 solve before the input is known finite.
@@ -113,9 +113,9 @@ def power_of_two_scale(maxabs):
     return math.ldexp(1.0, min(-e, 1000))
 
 
-# Below this length the fast kernel is used as it is: at 1000 entries this path
-# took 2.0 us against its 3.5, at 361 (CBCL's columns) 1.7 against 1.9, where
-# the sample (at least 256 entries) would be most of the vector.
+# Below this length the fast kernel is used as it is: the sample (at least 256
+# entries) would be most of the vector, and the gain shrinks to nothing near
+# CBCL's 361 entries (the timings are in benchmarks/README.md).
 BRACKET_MIN_N = 1024
 
 # Lanes of the fixed-order sums: 16 float64 lanes, two AVX-512 or four AVX2

@@ -64,8 +64,8 @@ def _take(v, lo, m, t, mean, k, total, least, largest, outside):
 
     Branch-free: the selection is data-dependent, so a branch on it is
     mispredicted about half the time, and a condition feeding several selects
-    is compiled to such a branch (measured: 7 ns per entry, against under 2
-    here). The selection enters as s = 0.0 / 1.0: v s and v +- (1 - s) BIG
+    is compiled to such a branch, several times slower per entry
+    (benchmarks/README.md). The selection enters as s = 0.0 / 1.0: v s and v +- (1 - s) BIG
     are v exactly when selected, and the other side of min / max (v + BIG
     rounds to BIG for |v| < 2^970: the first pass flags larger entries).
     """

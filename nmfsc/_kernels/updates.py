@@ -14,10 +14,9 @@ Subnormal results are written as zero (:func:`flush_subnormal`). A
 multiplicative update drives the entries it does not need geometrically to
 zero, and after a few thousand iterations one entry in ten of CBCL's H is
 subnormal (below 2.2e-308). On Intel CPUs every floating-point operation with
-a subnormal operand takes a microcode assist: a BLAS product of such an H was
-37-43x slower than of the same H with those entries zero (V H^T 68.9 against
-1.84 ms, one thread, measured on this project's Intel Xeon VM), which made
-nmf_sc's iterations on CBCL 5-10x slower there than on AMD CPUs. An entry
+a subnormal operand takes a microcode assist, so a BLAS product of such an H
+is many times slower than of the same H with those entries zero, and so are
+nmf_sc's iterations (the measurements are in benchmarks/README.md). An entry
 that small adds nothing to a sum of numbers above about 1e-292 (it is below
 half their ulp), and zero times anything stays zero, so the iterates move only
 in their last digits where such entries meet other tiny ones (after thousands
