@@ -21,11 +21,12 @@ from pathlib import Path
 import numpy as np
 
 from nmfsc._atomic import atomic_writer, replaced_set
-from nmfsc.readers import check_n_components, read_matrix
+from nmfsc.readers import available_memory, check_n_components, read_matrix
 
 __all__ = [
     "CommandError",
     "DEFAULT_COMPONENTS",
+    "check_factor_memory",
     "check_writable",
     "fit_record",
     "known_methods",
@@ -113,6 +114,7 @@ def run_compare(args):
     )
     K = args.n_components or min(DEFAULT_COMPONENTS, *V.shape)
     check_n_components(V, K, source=args.data)
+    check_factor_memory(V, K, source=args.data)
     options = {
         "methods": methods,
         "sparseness_w": args.sparseness_w,
@@ -180,6 +182,7 @@ def run_fit(args):
         args.data, key=args.key, samples_as_rows=args.samples_as_rows
     )
     check_n_components(V, args.n_components, source=args.data)
+    check_factor_memory(V, args.n_components, source=args.data)
     stopping = {"max_iter": args.max_iter, "tol": args.tol, "max_time": args.max_time}
     checkpoint = fit_checkpoint(out)
     options = {
@@ -221,6 +224,28 @@ def run_fit(args):
     print(_fit_summary(result, name))
     _say(f"wrote {out}")
     return 0
+
+
+def check_factor_memory(V, n_components, *, source):
+    """Refuse, before the run, K components whose W and H cannot fit in memory.
+
+    W (N x K) and H (K x T) in float64, each with its update beside it: a
+    lower bound of what any method holds, so that a run that cannot even
+    start is one line (status 2) instead of a MemoryError.
+
+    Raises
+    ------
+    CommandError
+        Naming the shape, the memory needed and the memory available.
+    """
+    N, T = V.shape
+    needed = 2 * (N + T) * n_components * 8
+    available = available_memory()
+    if available is not None and needed > available:
+        raise CommandError(
+            f"{source}: V is {N} x {T}; W and H of {n_components} components need about "
+            f"{needed / 2**30:.3g} GiB of memory, and {available / 2**30:.3g} GiB is available"
+        )
 
 
 def fit_checkpoint(out):

@@ -103,6 +103,11 @@ def main(argv=None):
                 raise
             _error(prog, "terminated" if terminated else "interrupted")
             return TERMINATED if terminated else 130
+        except MemoryError:
+            if args.debug:
+                raise
+            _error(prog, "out of memory; use fewer components or a smaller data set")
+            return 1
         except BrokenPipeError:
             # The reader went away (``| head``): stop quietly, with stdout on devnull
             # so that the interpreter's last flush cannot fail.
