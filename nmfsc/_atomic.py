@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_writer", "replaced_set", "write_atomic"]
+__all__ = ["atomic_writer", "replaced_set", "sync_folder", "write_atomic"]
 
 
 @contextlib.contextmanager
@@ -192,7 +192,12 @@ def _manifest(folder):
         names = json.loads((folder / SET_MANIFEST).read_text(encoding="utf-8"))["files"]
     except (OSError, ValueError, KeyError, TypeError):
         return []
-    return [n for n in names if isinstance(n, str) and Path(n).name == n and n not in ("", ".", "..")]
+    return [n for n in names if isinstance(n, str) and _plain_name(n)]
+
+
+def _plain_name(name):
+    """Whether ``name`` is a file name of its folder (no path, not ``.`` or ``..``)."""
+    return name not in ("", ".", "..") and Path(name).name == name
 
 
 def _finish_set(folder):
@@ -204,15 +209,15 @@ def _finish_set(folder):
     entry = json.loads(journal.read_text(encoding="utf-8"))
     staging = folder / entry["staging"]
     for name in entry["files"]:
-        if Path(name).name != name or Path(entry["staging"]).name != entry["staging"]:
+        if not (_plain_name(name) and _plain_name(entry["staging"])):
             raise ValueError(f"{journal}: {name!r} is not a file of its folder")
         if (staging / name).exists():
             os.replace(staging / name, folder / name)
     for name in entry["remove"]:
-        if Path(name).name == name:
+        if _plain_name(name):
             (folder / name).unlink(missing_ok=True)
     write_atomic(folder / SET_MANIFEST, json.dumps({"files": entry["files"]}))
-    _sync(folder)
+    sync_folder(folder)
     journal.unlink(missing_ok=True)
     with contextlib.suppress(OSError):
         shutil.rmtree(staging)
@@ -235,7 +240,7 @@ def _locked(folder):
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def _sync(folder):
+def sync_folder(folder):
     """Flush the folder's entries (the renames) to disk, where the OS allows it."""
     with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)

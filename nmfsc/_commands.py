@@ -301,7 +301,8 @@ def check_writable(out, *, folder=False):
             os.close(fd)
             os.unlink(probe)
         except OSError as error:
-            raise CommandError(f"cannot write {out}: {error.strerror or error}", status=1) from error
+            reason = error.strerror or error
+            raise CommandError(f"cannot write {out}: {reason}", status=1) from error
 
 
 def fit_record(result, *, data, seed):

@@ -26,8 +26,8 @@ import os
 import shutil
 import signal
 import sys
-import threading
 import textwrap
+import threading
 import warnings
 from pathlib import Path
 

@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -169,7 +168,8 @@ def test_ctrl_c_stops_compare_with_130_and_writes_no_report(data, tmp_path):
     out.mkdir()
     (out / "report.md").write_text("the old report")
     argv = ["compare", data, "-k", 3, "--methods", "nmf_sc", "nmf_euclidean", "--seeds", 0, 1,
-            "--sparseness-h", 0.6, "--max-iter", 2000, "--tol", 0, "--no-progress", "--out", out]  # fmt: skip
+            "--sparseness-h", 0.6, "--max-iter", 2000, "--tol", 0, "--no-progress",
+            "--out", out]  # fmt: skip
     process, flag = start(tmp_path, *argv)
     status, stdout, err = signal_when_iterating(process, flag, signal.SIGINT)
     # on 0669ffc: the cut-short run was counted, the rest ran, exit 0
@@ -244,8 +244,9 @@ def test_compare_outputs_are_replaced_as_a_set_under_kill_and_concurrency(tmp_pa
     for trial in range(4):
         # two concurrent writers on one folder, fewer files than the old set: both killed
         writers = [
-            subprocess.Popen([sys.executable, "-c", WRITER, str(out), f"w{w}t{trial}", here,
-                              str(8 + w)], env=env)  # fmt: skip
+            subprocess.Popen(
+                [sys.executable, "-c", WRITER, str(out), f"w{w}t{trial}", here, str(8 + w)], env=env
+            )  # fmt: skip
             for w in range(2)
         ]
         time.sleep(1.5 + 0.37 * trial)

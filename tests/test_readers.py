@@ -344,8 +344,11 @@ def _npy_header_only(path, shape, descr="<f8"):
 def test_impossible_sizes_are_refused_before_allocating(tmp_path):
     """Point 7: MemoryError tracebacks before."""
     _npy_header_only(tmp_path / "big.npy", (10**6, 10**6))
-    with pytest.raises(DataFileError, match=r"declares a 1000000 x 1000000 array of float64: "
-                       r"reading it needs about .* GiB of memory, and .* GiB is available"):  # fmt: skip
+    expected = (
+        r"declares a 1000000 x 1000000 array of float64: "
+        r"reading it needs about .* GiB of memory, and .* GiB is available"
+    )
+    with pytest.raises(DataFileError, match=expected):
         read_matrix(tmp_path / "big.npy")
     # an .npz member of 80 GB: the header alone is read
     import io
@@ -375,7 +378,8 @@ def test_the_cli_refuses_an_impossible_size_with_one_line_and_status_2(tmp_path,
     from nmfsc.cli import main
 
     _npy_header_only(tmp_path / "big.npy", (10**6, 10**6))
-    assert main(["fit", str(tmp_path / "big.npy"), "-k", "2", "--out", str(tmp_path / "o.npz")]) == 2
+    out = str(tmp_path / "o.npz")
+    assert main(["fit", str(tmp_path / "big.npy"), "-k", "2", "--out", out]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "GiB is available" in err
 

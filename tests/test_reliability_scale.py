@@ -226,3 +226,24 @@ def test_the_estimator_reconstruction_error_of_sparse_data_is_scale_safe(c):
     ref, _, _ = fit_estimator((V + 0.05).T)
     est, _, _ = fit_estimator(sp.csr_matrix((V + 0.05).T * c))
     np.testing.assert_allclose(est.reconstruction_err_ / c, ref.reconstruction_err_, rtol=1e-6)
+
+
+def test_nmfsc_fit_of_a_large_scale_mtx_reports_the_dense_error(tmp_path, capsys):
+    """Issue 30, point 1: ``nmfsc fit big.mtx`` exited 0 with "relative error 0"."""
+    import json
+
+    import scipy.io
+    import scipy.sparse as sp
+
+    from nmfsc.cli import main
+
+    data = V + 0.05
+    scipy.io.mmwrite(tmp_path / "big.mtx", sp.coo_matrix(data * 1e160), precision=17)
+    argv = ["fit", str(tmp_path / "big.mtx"), "-k", "3", "--sparseness-h", "0.6",
+            "--max-iter", "40", "--no-progress", "--out", str(tmp_path / "o.npz")]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        assert main(argv) == 0
+    record = json.loads(str(np.load(tmp_path / "o.npz")["record"]))
+    dense = run_plain(nmfsc.nmf_sc, {"sparseness_h": 0.6}, data * 1e160)
+    assert record["relative_error"] == pytest.approx(dense.relative_error, rel=1e-6)

@@ -255,9 +255,8 @@ def merge_checks(*parts):
     hi = max(p[1] for p in parts)
 
     def relative(p):  # the chunk's squares in units of the common maximum
-        if p[1] == hi or not (p[1] > 0 and np.isfinite(p[1]) and np.isfinite(hi)):
-            return p[2]
-        return p[2] * (p[1] / hi) ** 2
+        usable = p[1] != hi and p[1] > 0 and np.isfinite(p[1]) and np.isfinite(hi)
+        return p[2] * (p[1] / hi) ** 2 if usable else p[2]
 
     return np.array([lo, hi, sum(relative(p) for p in parts), sum(p[3] for p in parts)])
 
@@ -312,10 +311,7 @@ def as_stored(v, scale):
 def vht_and_gram_chunk(v, h, scale):
     """(V_c H_c^T / s, H_c H_c^T), V_c as stored."""
     v, divisor = as_stored(v, scale)
-    vht = np.asarray(v @ h.T)
-    if divisor != 1.0:
-        vht /= divisor
-    return vht, h @ h.T
+    return np.asarray(v @ h.T) / divisor, h @ h.T
 
 
 def inner_and_gram_chunk(a, x):

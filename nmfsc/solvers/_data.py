@@ -228,7 +228,9 @@ class DenseData:
 
 class ScaledData:
     """V as given (scipy.sparse CSR / CSC, or a memory map): products of V
-    divided by ``scale``; no copy of V, no N x T temporaries (module docstring)."""
+    divided by ``scale`` (of V / scale outside :func:`divides_first`'s range:
+    sparse V's values divided once, mapped V by blocks); no N x T temporaries
+    (module docstring)."""
 
     def __init__(self, V, scale):
         self.raw = V
