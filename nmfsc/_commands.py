@@ -204,6 +204,9 @@ def run_fit(args):
             result = nmf_sc(V, args.n_components, resume=False, **options)
     except (ValueError, TypeError) as error:
         raise CommandError(f"{args.data}: {error}") from error
+    except OSError as error:  # the checkpoint could not be saved (a full disk)
+        where = error.filename or checkpoint
+        raise CommandError(f"cannot write {where}: {error.strerror or error}", status=1) from error
     if result.stop_reason == "interrupted":
         raise CommandError(
             f"interrupted at iteration {result.n_iter}; {out} was not written; "

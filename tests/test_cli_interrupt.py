@@ -261,3 +261,31 @@ def test_compare_outputs_are_replaced_as_a_set_under_kill_and_concurrency(tmp_pa
         names, tags = _tags(out)
         assert names == [f"f{i:02d}.txt" for i in range(5)] and tags == {f"check{trial}"}
         assert [p.name for p in out.iterdir() if ".new." in p.name or p.suffix == ".tmp"] == []
+
+
+# --- a full disk ---------------------------------------------------------------------
+
+
+def _full_disk(path, mode="wb"):
+    import errno
+
+    raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+
+@pytest.mark.parametrize("where", ["out", "checkpoint"])
+def test_a_full_disk_is_one_line_with_status_1_and_the_old_file_intact(
+    data, tmp_path, monkeypatch, capsys, where
+):
+    import nmfsc._commands
+    import nmfsc.solvers.checkpoint
+
+    out = tmp_path / "o.npz"
+    out.write_bytes(b"the old result")
+    module = nmfsc._commands if where == "out" else nmfsc.solvers.checkpoint
+    monkeypatch.setattr(module, "atomic_writer", _full_disk)
+    argv = ["fit", str(data), "-k", "2", "--max-iter", "5", "--no-progress", "--out", str(out)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()  # after main's ConvergenceWarning line
+    assert err[-1].startswith("nmfsc fit: error: cannot write ") and "Traceback" not in err
+    assert err[-1].endswith("No space left on device")
+    assert out.read_bytes() == b"the old result"
