@@ -289,3 +289,15 @@ def test_a_full_disk_is_one_line_with_status_1_and_the_old_file_intact(
     assert err[-1].startswith("nmfsc fit: error: cannot write ") and "Traceback" not in err
     assert err[-1].endswith("No space left on device")
     assert out.read_bytes() == b"the old result"
+
+
+def test_fit_starts_afresh_from_a_checkpoint_of_other_options(data, tmp_path, capsys):
+    checkpoint = tmp_path / "o.checkpoint.npz"
+    with pytest.warns(nmfsc.ConvergenceWarning):
+        nmfsc.nmf_sc(np.load(data), 2, sparseness_h=0.3, max_iter=3, checkpoint=checkpoint)
+    argv = ["fit", str(data), "-k", "2", "--sparseness-h", "0.6", "--max-iter", "3",
+            "--no-progress", "--out", str(tmp_path / "o.npz")]  # fmt: skip
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert f"{checkpoint} holds a run with other options or data: starting afresh" in err
+    assert not checkpoint.exists() and (tmp_path / "o.npz").exists()
