@@ -10,24 +10,29 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sys
+import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
-from nmfsc.atomic import atomic_writer
-from nmfsc.readers import check_n_components, read_matrix
+from nmfsc.atomic import atomic_writer, replaced_set
+from nmfsc.readers import available_memory, check_n_components, read_matrix
 
 __all__ = [
     "CommandError",
     "DEFAULT_COMPONENTS",
+    "check_factor_memory",
+    "check_writable",
     "fit_record",
     "known_methods",
     "run_compare",
     "run_fit",
+    "save_compare",
     "save_fit",
     "version",
 ]
@@ -109,6 +114,7 @@ def run_compare(args):
     )
     K = args.n_components or min(DEFAULT_COMPONENTS, *V.shape)
     check_n_components(V, K, source=args.data)
+    check_factor_memory(V, K, source=args.data)
     options = {
         "methods": methods,
         "sparseness_w": args.sparseness_w,
@@ -121,12 +127,13 @@ def run_compare(args):
     }
     options = {key: value for key, value in options.items() if value is not None}
     out = args.out if args.out is not None else Path("nmfsc-compare") / _folder_name(name)
+    check_writable(out, folder=True)
     try:
         comparison = nmfsc.compare(V, K, progress=not args.no_progress, name=name, **options)
     except (ValueError, TypeError, ImportError) as error:  # ImportError: scikit-learn missing
         raise CommandError(f"{args.data}: {error}") from error
     print(comparison.to_markdown())
-    paths = _write(lambda: comparison.save(out), out)
+    paths = _write(lambda: save_compare(comparison, out), out)
     files = "1 file" if len(paths) == 1 else f"{len(paths)} files"
     default = " (the default; choose with --n-components)" if args.n_components is None else ""
     _say(
@@ -134,6 +141,21 @@ def run_compare(args):
         f"{default}: wrote {files} to {out}"
     )
     return 0
+
+
+def save_compare(comparison, out):
+    """Write the comparison's reports and figures into ``out`` as one set
+    (:func:`nmfsc._atomic.replaced_set`): a kill, a full disk or a concurrent
+    run on the same folder leaves the old set or a new one, never a mix.
+
+    Returns
+    -------
+    paths : list of pathlib.Path
+        The files of the new set, in ``out``.
+    """
+    with replaced_set(out) as staging:
+        names = [Path(path).name for path in comparison.save(staging)]
+    return [Path(out) / name for name in names]
 
 
 def run_fit(args):
@@ -149,29 +171,48 @@ def run_fit(args):
     status : int
         0.
     """
-    from nmfsc import nmf_sc
+    from nmfsc import CheckpointMismatchError, nmf_sc
 
     out = args.out
     if out.suffix.lower() != ".npz":
         raise CommandError(f"--out must name an .npz file, got {str(out)!r}")
+    check_writable(out)
+    _write(lambda: out.parent.mkdir(parents=True, exist_ok=True), out)
     V, image_shape, name = read_matrix(
         args.data, key=args.key, samples_as_rows=args.samples_as_rows
     )
     check_n_components(V, args.n_components, source=args.data)
+    check_factor_memory(V, args.n_components, source=args.data)
     stopping = {"max_iter": args.max_iter, "tol": args.tol, "max_time": args.max_time}
+    checkpoint = fit_checkpoint(out)
+    options = {
+        "sparseness_w": args.sparseness_w,
+        "sparseness_h": args.sparseness_h,
+        "solver": args.solver,
+        "random_state": args.seed,
+        "progress": not args.no_progress,
+        # saved only when the run stops (Ctrl-C included): the next run resumes it
+        "checkpoint": checkpoint,
+        "checkpoint_every": 2**62,
+        **{key: value for key, value in stopping.items() if value is not None},
+    }
     try:
-        result = nmf_sc(
-            V,
-            args.n_components,
-            sparseness_w=args.sparseness_w,
-            sparseness_h=args.sparseness_h,
-            solver=args.solver,
-            random_state=args.seed,
-            progress=not args.no_progress,
-            **{key: value for key, value in stopping.items() if value is not None},
-        )
+        try:
+            result = nmf_sc(V, args.n_components, resume=True, **options)
+        except CheckpointMismatchError:
+            _say(f"{checkpoint} holds a run with other options or data: starting afresh")
+            result = nmf_sc(V, args.n_components, resume=False, **options)
     except (ValueError, TypeError) as error:
         raise CommandError(f"{args.data}: {error}") from error
+    except OSError as error:  # the checkpoint could not be saved (a full disk)
+        where = error.filename or checkpoint
+        raise CommandError(f"cannot write {where}: {error.strerror or error}", status=1) from error
+    if result.stop_reason == "interrupted":
+        raise CommandError(
+            f"interrupted at iteration {result.n_iter}; {out} was not written; "
+            f"{checkpoint} keeps the run, and the same command resumes it",
+            status=130,
+        )
     data = {
         "path": str(args.data),
         "name": name,
@@ -182,9 +223,89 @@ def run_fit(args):
     }
     record = fit_record(result, data=data, seed=args.seed)
     _write(lambda: save_fit(out, result, record), out)
+    checkpoint.unlink(missing_ok=True)
     print(_fit_summary(result, name))
     _say(f"wrote {out}")
     return 0
+
+
+def check_factor_memory(V, n_components, *, source):
+    """Refuse, before the run, K components whose W and H cannot fit in memory.
+
+    W (N x K) and H (K x T) in float64, each with its update beside it: a
+    lower bound of what any method holds, so that a run that cannot even
+    start is one line (status 2) instead of a MemoryError.
+
+    Raises
+    ------
+    CommandError
+        Naming the shape, the memory needed and the memory available.
+    """
+    N, T = V.shape
+    needed = 2 * (N + T) * n_components * 8
+    available = available_memory()
+    if available is not None and needed > available:
+        raise CommandError(
+            f"{source}: V is {N} x {T}; W and H of {n_components} components need about "
+            f"{needed / 2**30:.3g} GiB of memory, and {available / 2**30:.3g} GiB is available"
+        )
+
+
+def fit_checkpoint(out):
+    """The checkpoint of ``nmfsc fit --out out``: ``<out stem>.checkpoint.npz`` beside it.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The ``.npz`` file of the fit.
+
+    Returns
+    -------
+    checkpoint : pathlib.Path
+    """
+    return out.with_name(f"{out.stem}.checkpoint.npz")
+
+
+def check_writable(out, *, folder=False):
+    """Refuse, before any work, an ``--out`` that cannot be written.
+
+    The nearest existing folder on the way to ``out`` must be a writable
+    folder (a file in the way, a read-only folder or a missing permission
+    fail here, not after the run); where ``out``'s folder exists, a
+    temporary file is made and removed in it.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The file (``folder=False``) or folder (``folder=True``) to be written.
+    folder : bool, default False
+
+    Raises
+    ------
+    CommandError
+        ``cannot write <out>: <why>``, status 1.
+    """
+    out = Path(out)
+    if not folder and out.is_dir():
+        raise CommandError(f"cannot write {out}: it is a folder", status=1)
+    if folder and out.exists() and not out.is_dir():
+        raise CommandError(f"cannot write {out}: it is a file, not a folder", status=1)
+    directory = out if folder else out.parent
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise CommandError(f"cannot write {out}: {existing} is not a folder", status=1)
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise CommandError(f"cannot write {out}: {existing} is not writable", status=1)
+    if existing == directory:
+        try:
+            fd, probe = tempfile.mkstemp(dir=directory, prefix=".nmfsc-probe-")
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as error:
+            reason = error.strerror or error
+            raise CommandError(f"cannot write {out}: {reason}", status=1) from error
 
 
 def fit_record(result, *, data, seed):

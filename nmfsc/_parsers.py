@@ -70,7 +70,7 @@ def read_delimited(path, delimiter):
                 f"{_cells(width)}; every row must have the same number of cells"
             )
         try:
-            V[i] = [float(cell) for cell in row]
+            V[i] = [_number(cell) for cell in row]
         except ValueError:
             _raise_bad_cell(path, row, lines[i], first_row=i == 0 and not header)
     line_of = np.asarray(lines)
@@ -103,9 +103,16 @@ def _rows(path, delimiter):
     return rows, lines
 
 
+def _number(cell):
+    """``float(cell)``, but not for Python's digit grouping (``1_000``): a ValueError."""
+    if "_" in cell:
+        raise ValueError(cell)
+    return float(cell)
+
+
 def _is_number(cell):
     try:
-        float(cell)
+        _number(cell)
     except ValueError:
         return False
     return True
@@ -141,7 +148,8 @@ def read_image_folder(folder):
     V : ndarray of float64, shape (height * width, n_images)
         Column k is image k in greyscale, flattened row by row
         (``V[:, k].reshape(height, width)`` is the image). 8-bit images are
-        scaled to [0, 1] (divided by 255), 16-bit ones by 65535.
+        scaled to [0, 1] (divided by 255), 16-bit ones (PNG, and PGM with a
+        maximum value above 255) by 65535.
     image_shape : tuple of int
         ``(height, width)``.
     where : callable
@@ -150,8 +158,9 @@ def read_image_folder(folder):
     Raises
     ------
     DataFileError
-        For a folder without images, an image Pillow cannot read, or images of
-        different sizes (naming two of them and their sizes).
+        For a folder without images, an image Pillow cannot read, a link to an
+        image outside the folder, or images of different sizes (naming two of
+        them and their sizes).
     """
     files = sorted(
         (
@@ -166,6 +175,13 @@ def read_image_folder(folder):
             f"{folder} holds no images ({', '.join(IMAGE_SUFFIXES)}); nmfsc reads a folder "
             "of PNG, PGM or JPEG images of one size"
         )
+    inside = folder.resolve()
+    for path in files:
+        if path.is_symlink() and not path.resolve().is_relative_to(inside):
+            raise DataFileError(
+                f"{path} is a link to {path.resolve()}, outside {folder}; nmfsc reads only "
+                "the images in the folder: copy the image there or remove the link"
+            )
     images = [_read_image(files[0])]
     shape = images[0].shape
     for path in files[1:]:
@@ -196,7 +212,10 @@ def _read_image(path):
 
     try:
         with Image.open(path) as opened:
+            sixteen_bit_pgm = opened.format == "PPM" and opened.mode == "I"
             image = ImageOps.exif_transpose(opened)  # upright, as viewers show it
+            if sixteen_bit_pgm:  # Pillow scales the file's maxval to 65535, in mode I
+                return np.asarray(image, dtype=np.float64) / 65535.0
             return _greyscale(image)
     except (OSError, ValueError, Image.DecompressionBombError) as error:
         message = " ".join(str(error).split()) or type(error).__name__

@@ -20,11 +20,14 @@ written, 130 when interrupted. The subcommands run in :mod:`nmfsc._commands`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import os
 import shutil
+import signal
 import sys
 import textwrap
+import threading
 import warnings
 from pathlib import Path
 
@@ -82,7 +85,7 @@ def main(argv=None):
     except SystemExit as done:  # --help, --version, or argparse's usage error (2)
         return 0 if done.code is None else done.code
     prog = f"{PROG} {args.command}"
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _terminate_as_interrupt() as terminated:
         warnings.simplefilter("default")
         warnings.showwarning = _warning_printer(prog)
         try:
@@ -93,17 +96,50 @@ def main(argv=None):
             if args.debug:
                 raise
             _error(prog, error)
-            return getattr(error, "status", 2)
+            status = getattr(error, "status", 2)
+            return TERMINATED if status == 130 and terminated else status
         except KeyboardInterrupt:
             if args.debug:
                 raise
-            _error(prog, "interrupted")
-            return 130
+            _error(prog, "terminated" if terminated else "interrupted")
+            return TERMINATED if terminated else 130
+        except MemoryError:
+            if args.debug:
+                raise
+            _error(prog, "out of memory; use fewer components or a smaller data set")
+            return 1
         except BrokenPipeError:
             # The reader went away (``| head``): stop quietly, with stdout on devnull
             # so that the interpreter's last flush cannot fail.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 1
+
+
+#: The exit status after SIGTERM (128 + 15, as a shell reports a process it ended).
+TERMINATED = 143
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """SIGTERM (``kill``) raises KeyboardInterrupt, as Ctrl-C does, so that a
+    killed command stops the same way: the solver saves its checkpoint, every
+    temporary file is removed, no partial output replaces a finished one.
+    Yields a list that is non-empty once SIGTERM arrived (the exit status is
+    then 143)."""
+    received = []  # the signals that arrived
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def interrupt(signum, frame):
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def build_parser():

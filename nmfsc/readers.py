@@ -14,6 +14,7 @@ them from there: the parsers raise the error and never import this module).
 
 from __future__ import annotations
 
+import math
 import os
 import zipfile
 from pathlib import Path
@@ -164,6 +165,7 @@ def _read_file(path, key):
         raise DataFileError(f"{path} is not an .npz archive; a key selects an array only in .npz")
     try:
         _check_signature(path, suffix)
+        _check_declared_size(path, suffix, key)
         if suffix == ".npy":
             return _as_matrix(np.load(path, allow_pickle=False), path), _index
         if suffix == ".npz":
@@ -177,8 +179,112 @@ def _read_file(path, key):
         raise
     except OSError as error:
         raise DataFileError(f"cannot read {path}: {_one_line(error.strerror or error)}") from error
+    except OverflowError as error:  # e.g. an .mtx integer beyond int64
+        raise DataFileError(
+            f"cannot read {path} as {suffix}: a value is too large for a 64-bit number "
+            f"({_one_line(error)})"
+        ) from error
+    except MemoryError as error:
+        raise DataFileError(
+            f"cannot read {path}: not enough memory ({_gib(available_memory())} available)"
+        ) from error
     except (ValueError, EOFError, zipfile.BadZipFile) as error:
         raise DataFileError(f"cannot read {path} as {suffix}: {_one_line(error)}") from error
+
+
+def available_memory():
+    """Bytes of memory available to a new allocation: Linux's MemAvailable (free
+    memory plus what the OS can reclaim), else the physical memory; None when
+    neither can be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _gib(n_bytes):
+    return f"{n_bytes / 2**30:.3g} GiB" if n_bytes is not None else "unknown"
+
+
+def _npy_header(handle):
+    """(shape, dtype) from an open .npy stream's header, without reading the data."""
+    fmt = np.lib.format
+    version = fmt.read_magic(handle)
+    read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+    shape, _, dtype = read(handle)
+    return shape, dtype
+
+
+def _declared_bytes(path, suffix, key):
+    """(bytes that reading the file allocates at its peak, what it declares), from
+    the headers only (.npy shape and dtype, .npz members' ones, .mtx size line):
+    the array itself, its float64 copy and, for sparse data, the index arrays
+    and the compressed row pointers."""
+    if suffix == ".npy":
+        with open(path, "rb") as handle:
+            shape, dtype = _npy_header(handle)
+        _check_dtype(dtype, path)
+        n = math.prod(shape)
+        return n * (dtype.itemsize + 8), f"a {' x '.join(map(str, shape))} array of {dtype}"
+    if suffix == ".npz":
+        with zipfile.ZipFile(path) as archive:
+            members = {}
+            for info in archive.infolist():
+                if info.filename.endswith(".npy"):
+                    with archive.open(info) as handle:
+                        members[info.filename[:-4]] = _npy_header(handle)
+        if key is None and _SPARSE_NPZ_KEYS <= set(members):
+            stored = sum(math.prod(sh) * dt.itemsize for sh, dt in members.values())
+            nnz = math.prod(members["data"][0])
+            rows = _sparse_npz_rows(path)
+            return 3 * stored + nnz * 24 + (rows + 1) * 8, f"a sparse matrix with {nnz} entries"
+        if key is None and len(members) == 1:
+            key = next(iter(members))
+        if key not in members:
+            return 0, ""  # the reader names the problem
+        shape, dtype = members[key]
+        _check_dtype(dtype, f"{path}[{key}]")
+        n = math.prod(shape)
+        return n * (dtype.itemsize + 8), f"a {' x '.join(map(str, shape))} array of {dtype}"
+    if suffix == ".mtx":
+        rows, cols, entries, layout, field, _ = scipy.io.mminfo(path)
+        if layout == "array":
+            return 2 * rows * cols * 8, f"a {rows} x {cols} dense matrix"
+        return entries * 24 * 3 + (rows + 1) * 8, (
+            f"a {rows} x {cols} sparse matrix with {entries} entries"
+        )
+    return 0, ""
+
+
+def _sparse_npz_rows(path):
+    """The row count of a scipy.sparse.save_npz file (its small ``shape`` member)."""
+    with np.load(path, allow_pickle=False) as archive:
+        shape = archive["shape"]
+    return int(shape[0]) if shape.size else 0
+
+
+def _check_dtype(dtype, source):
+    if dtype.kind not in "biuf":
+        raise DataFileError(f"{source} holds values of type {dtype}; nmfsc needs real numbers")
+
+
+def _check_declared_size(path, suffix, key):
+    """Refuse, before anything is allocated, a file whose declared size cannot fit
+    in the memory available (one line naming both)."""
+    needed, what = _declared_bytes(path, suffix, key)
+    available = available_memory()
+    if available is not None and needed > available:
+        raise DataFileError(
+            f"{path} declares {what}: reading it needs about {_gib(needed)} of memory, "
+            f"and {_gib(available)} is available"
+        )
 
 
 def _check_signature(path, suffix):
@@ -224,10 +330,7 @@ def _as_matrix(array, source):
                 f"{source} holds a {array.ndim}-D array of shape {array.shape}; "
                 "nmfsc needs a 2-D matrix (features x samples)"
             )
-    if not (np.issubdtype(dtype, np.number) or dtype == np.bool_) or np.issubdtype(
-        dtype, np.complexfloating
-    ):
-        raise DataFileError(f"{source} holds values of type {dtype}; nmfsc needs real numbers")
+    _check_dtype(np.dtype(dtype), source)  # not complex, timedelta64, strings, objects
     if hasattr(array, "tocoo"):
         return array.astype(np.float64, copy=False)
     return np.asarray(array, np.float64)

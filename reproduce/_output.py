@@ -28,7 +28,7 @@ import json
 import os
 from pathlib import Path
 
-from nmfsc.atomic import write_atomic
+from nmfsc.atomic import sync_folder, write_atomic
 
 __all__ = ["finish_pending", "write_figure_set"]
 
@@ -90,16 +90,6 @@ def _complete(journal: Path) -> str:
             raise ValueError(f"{journal}: {staged!r} -> {target!r} is not a file of its folder")
         if (folder / staged).exists():
             os.replace(folder / staged, folder / target)
-    _sync(folder)
+    sync_folder(folder)
     journal.unlink(missing_ok=True)
     return entry["figure"]
-
-
-def _sync(folder: Path) -> None:
-    """Flush the folder's entries (the renames) to disk, where the OS allows it."""
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

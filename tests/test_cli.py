@@ -409,7 +409,9 @@ def test_compare_passes_only_the_given_options(tmp_path, monkeypatch, capsys, fa
     assert main([str(a) for a in argv]) == 0
     (_, V_passed, K, kwargs), (_, out) = fake_compare
     np.testing.assert_allclose(V_passed, V.T)
-    assert K == 4 and out == Path("nmfsc-compare/data")
+    # saved into a staging folder, then made the folder's set (issue 30, point 6)
+    assert K == 4 and out.parent == Path("nmfsc-compare/data")
+    assert out.name.startswith(".nmfsc-set.new.")
     assert kwargs == {"sparseness_h": 0.7, "seeds": (3, 4), "max_iter": 5, "progress": False,
                       "name": "data"}  # fmt: skip
     captured = capsys.readouterr()
@@ -418,6 +420,8 @@ def test_compare_passes_only_the_given_options(tmp_path, monkeypatch, capsys, fa
         "data.csv (9 x 12, features x samples), 4 components: wrote 1 file to nmfsc-compare/data\n"
     )
     assert _files(tmp_path) == ["data.csv", "nmfsc-compare", "nmfsc-compare/data",
+                                "nmfsc-compare/data/.nmfsc-set.json",
+                                "nmfsc-compare/data/.nmfsc-set.lock",
                                 "nmfsc-compare/data/report.md"]  # fmt: skip
 
 

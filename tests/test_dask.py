@@ -200,6 +200,27 @@ def test_resume_refuses_a_damaged_chunk(client, tmp_path):
         nmf_sc(V, 3, max_iter=4, random_state=3, checkpoint=path, resume=True)
 
 
+@pytest.mark.parametrize("delete", ["folder", "chunk"])
+def test_resume_names_a_deleted_chunk_folder_or_file(client, tmp_path, delete):
+    """Issue 30, point 7: a deleted chunk folder gave a bare FileNotFoundError."""
+    import shutil
+
+    V = da.from_array(_data(), chunks=(30, 45))
+    path = tmp_path / "run.npz"
+    with pytest.warns(ConvergenceWarning):
+        nmf_sc(V, 3, max_iter=2, random_state=3, checkpoint=path)
+    folder = next(tmp_path.glob("run.npz.H-*"))
+    if delete == "folder":
+        shutil.rmtree(folder)
+        expected = f"the folder '{folder.name}' that holds H's chunks is missing"
+    else:
+        (folder / "1.npy").unlink()
+        expected = f"H's chunk file {folder.name}/1.npy is missing"
+    with pytest.raises(ValueError, match=expected), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        nmf_sc(V, 3, max_iter=4, random_state=3, checkpoint=path, resume=True)
+
+
 def test_bad_dask_input_is_refused(client):
     V = _data()
     with pytest.raises(ValueError, match="chunked along its columns"):

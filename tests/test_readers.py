@@ -196,7 +196,8 @@ def test_corrupt_binary_files(tmp_path, suffix):
 
 def test_pickled_npy_is_refused(tmp_path):
     np.save(tmp_path / "obj.npy", np.array([[1, None]], dtype=object), allow_pickle=True)
-    assert "cannot read" in _error(tmp_path / "obj.npy")
+    # refused from the header's dtype, before numpy could try to unpickle it
+    assert "holds values of type object; nmfsc needs real numbers" in _error(tmp_path / "obj.npy")
 
 
 @pytest.mark.parametrize(
@@ -316,3 +317,116 @@ def test_atomic_writer_keeps_the_old_file_on_error(tmp_path):
         handle.write("half")
         raise RuntimeError("interrupted")
     assert target.read_text() == "old" and os.listdir(tmp_path) == ["out.txt"]
+
+
+# --- issue 30, points 3, 7 and 8 ------------------------------------------------------
+
+
+def test_sixteen_bit_pgm_is_scaled_as_the_same_png(tmp_path):
+    """Point 3: the PGM gave column maxima 61200 where the PNG gave 0.934."""
+    pixels = (np.arange(12).reshape(3, 4) * 5000 + 6200).astype(np.uint16)
+    png, pgm = tmp_path / "png", tmp_path / "pgm"
+    png.mkdir(), pgm.mkdir()
+    Image.fromarray(pixels).save(png / "a.png")
+    (pgm / "a.pgm").write_bytes(b"P5\n4 3\n65535\n" + pixels.astype(">u2").tobytes())
+    V_png, V_pgm = read_matrix(png)[0], read_matrix(pgm)[0]
+    np.testing.assert_allclose(V_pgm, V_png, rtol=1e-15)
+    assert V_pgm.max() == pytest.approx(61200 / 65535)
+
+
+def _npy_header_only(path, shape, descr="<f8"):
+    with open(path, "wb") as handle:
+        np.lib.format.write_array_header_1_0(
+            handle, {"descr": descr, "fortran_order": False, "shape": shape}
+        )
+
+
+def test_impossible_sizes_are_refused_before_allocating(tmp_path):
+    """Point 7: MemoryError tracebacks before."""
+    _npy_header_only(tmp_path / "big.npy", (10**6, 10**6))
+    expected = (
+        r"declares a 1000000 x 1000000 array of float64: "
+        r"reading it needs about .* GiB of memory, and .* GiB is available"
+    )
+    with pytest.raises(DataFileError, match=expected):
+        read_matrix(tmp_path / "big.npy")
+    # an .npz member of 80 GB: the header alone is read
+    import io
+    import zipfile
+
+    member = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        member, {"descr": "<f8", "fortran_order": False, "shape": (10**5, 10**5)}
+    )
+    with zipfile.ZipFile(tmp_path / "big.npz", "w") as archive:
+        archive.writestr("V.npy", member.getvalue())
+    with pytest.raises(DataFileError, match=r"big.npz declares a 100000 x 100000 array"):
+        read_matrix(tmp_path / "big.npz")
+    # sparse: a 10^12 x 10^12 .mtx and save_npz file (their row pointers alone: 8 TB)
+    (tmp_path / "big.mtx").write_text(
+        "%%MatrixMarket matrix coordinate real general\n1000000000000 1000000000000 1\n1 1 1.0\n"
+    )
+    with pytest.raises(DataFileError, match=r"big.mtx declares a 1000000000000 x 1000000000000 "):
+        read_matrix(tmp_path / "big.mtx")
+    np.savez(tmp_path / "sp.npz", format=np.array("coo"), shape=np.array([10**12, 10**12]),
+             row=np.array([0]), col=np.array([0]), data=np.array([1.0]))  # fmt: skip
+    with pytest.raises(DataFileError, match=r"sp.npz declares a sparse matrix with 1 entries"):
+        read_matrix(tmp_path / "sp.npz")
+
+
+def test_the_cli_refuses_an_impossible_size_with_one_line_and_status_2(tmp_path, capsys):
+    from nmfsc.cli import main
+
+    _npy_header_only(tmp_path / "big.npy", (10**6, 10**6))
+    out = str(tmp_path / "o.npz")
+    assert main(["fit", str(tmp_path / "big.npy"), "-k", "2", "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "GiB is available" in err
+
+
+def test_an_mtx_integer_beyond_int64_is_one_line(tmp_path):
+    (tmp_path / "ov.mtx").write_text(
+        "%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 1 99999999999999999999999\n"
+    )
+    with pytest.raises(DataFileError, match="too large for a 64-bit number"):
+        read_matrix(tmp_path / "ov.mtx")
+
+
+@pytest.mark.parametrize("dtype", ["timedelta64[s]", "datetime64[s]"])
+def test_non_numeric_npy_dtypes_are_refused(tmp_path, dtype):
+    np.save(tmp_path / "x.npy", np.ones((2, 3)).astype("int64").astype(dtype))
+    with pytest.raises(DataFileError, match=f"values of type {dtype[:4]}.*needs real numbers"):
+        read_matrix(tmp_path / "x.npy")
+
+
+def test_python_digit_grouping_is_not_a_csv_number(tmp_path):
+    (tmp_path / "u.csv").write_text("1,2\n1_000,3\n")
+    with pytest.raises(DataFileError, match="non-numeric cell '1_000' at row 2, column 1"):
+        read_matrix(tmp_path / "u.csv")
+
+
+def test_a_link_to_an_image_outside_the_folder_is_refused(tmp_path):
+    folder, outside = tmp_path / "images", tmp_path / "elsewhere"
+    folder.mkdir(), outside.mkdir()
+    for k in range(2):
+        Image.fromarray(np.full((2, 3), 10 * k + 5, np.uint8)).save(folder / f"{k}.png")
+    Image.fromarray(np.full((2, 3), 7, np.uint8)).save(outside / "secret.png")
+    (folder / "2.png").symlink_to(folder / "0.png")  # inside: read
+    assert read_matrix(folder)[0].shape == (6, 3)
+    (folder / "3.png").symlink_to(outside / "secret.png")
+    with pytest.raises(DataFileError, match="is a link to .*secret.png, outside"):
+        read_matrix(folder)
+
+
+def test_the_cli_refuses_factors_that_cannot_fit_in_memory(tmp_path, capsys):
+    """Point 7: a sparse 10^9 x 10^9 V read, then a MemoryError traceback from W."""
+    from nmfsc.cli import main
+
+    n = 10**11
+    (tmp_path / "tall.mtx").write_text(
+        f"%%MatrixMarket matrix coordinate real general\n3 {n} 3\n1 1 1.0\n2 2 1.0\n3 3 1.0\n"
+    )
+    assert main(["fit", str(tmp_path / "tall.mtx"), "-k", "2", "--out",
+                 str(tmp_path / "o.npz")]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"V is 3 x {n}; W and H of 2 components need about" in err

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import nmfsc
+import nmfsc.datasets
 from nmfsc.solvers._loop import objective_factor
 
 V = np.abs(np.random.default_rng(0).standard_normal((12, 15)))
@@ -122,6 +123,13 @@ def test_factors_that_overflow_in_the_data_units_raise_clearly():
         nmfsc.nmf_sc(V / V.max() * 1.7e308, 3, sparseness_h=0.6, random_state=0, max_iter=5)
 
 
+def test_the_float32_overflow_message_names_float32():
+    """Issue 30, point 8: the message said "float64" for float32 data."""
+    big = (V / V.max() * 3.4e38).astype(np.float32)
+    with pytest.raises(FloatingPointError, match="overflows float32"):
+        nmfsc.nmf_sc(big, 3, sparseness_h=0.6, random_state=0, max_iter=5)
+
+
 def test_objective_factor_keeps_the_usual_scales_in_the_data_units():
     assert objective_factor(0.6, 2) == (0.36, "V")
     assert objective_factor(1e75, 2) == (1e75**2, "V")
@@ -142,3 +150,100 @@ def test_part_recovery_is_scale_free(c):
     ref = nmfsc.datasets.part_recovery(W, parts)
     assert nmfsc.datasets.part_recovery(W * c, parts) == pytest.approx(ref, rel=1e-12)
     assert nmfsc.datasets.part_recovery(W, parts * c) == pytest.approx(ref, rel=1e-12)
+
+
+# --- issue 30, points 1 and 2: sparse, memory-mapped and Dask V at every scale ---------
+#: The out-of-core paths squared V (or multiplied it by the factors) before dividing
+#: by the scale: at 1e160 ||V||^2 overflowed (a "perfect fit", relative error 0), at
+#: 1e-170 it underflowed (a ZeroDivisionError), at 1e300 W^T V overflowed.
+KIND_SCALES = [1e-300, 1e-170, 1e-162, 1e160, 1e300]
+KIND_SOLVERS = {
+    "nmf_sc sH": (nmfsc.nmf_sc, {"sparseness_h": 0.6}),
+    "nmf_sc sW": (nmfsc.nmf_sc, {"sparseness_w": 0.6}),
+    "nmf_sc accelerated": (nmfsc.nmf_sc, {"sparseness_h": 0.6, "solver": "accelerated"}),
+    "nmf_euclidean": (nmfsc.nmf_euclidean, {}),
+}
+
+
+def as_kind(data, kind, tmp_path):
+    import scipy.sparse as sp
+
+    if kind == "csr":
+        return sp.csr_matrix(data)
+    if kind == "csc":
+        return sp.csc_matrix(data)
+    if kind == "memmap":
+        path = tmp_path / f"V{data.dtype}.npy"
+        np.save(path, data)
+        return np.load(path, mmap_mode="r")
+    da = pytest.importorskip("dask.array")
+    return da.from_array(data, chunks=(data.shape[0], 5))
+
+
+def run_plain(solver, kwargs, data):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        return solver(data, 3, random_state=0, max_iter=40, **kwargs)
+
+
+@pytest.mark.parametrize("c", KIND_SCALES)
+@pytest.mark.parametrize("kind", ["csr", "csc", "memmap", "dask"])
+@pytest.mark.parametrize("name", sorted(KIND_SOLVERS))
+def test_every_kind_of_data_gives_the_dense_answer_at_every_scale(name, kind, c, tmp_path):
+    solver, kwargs = KIND_SOLVERS[name]
+    if kind == "dask" and kwargs.get("solver") == "accelerated":
+        pytest.skip("the accelerated solver does not run on Dask arrays")
+    data = V + 0.05
+    dense = run_plain(solver, kwargs, data * c)
+    res = run_plain(solver, kwargs, as_kind(data * c, kind, tmp_path))
+    assert np.isfinite(res.relative_error) and res.relative_error > 0.1
+    np.testing.assert_allclose(res.relative_error, dense.relative_error, rtol=1e-6)
+    assert res.n_iter == dense.n_iter
+
+
+@pytest.mark.parametrize("kind", ["csr", "memmap", "dask"])
+@pytest.mark.parametrize("name", sorted(KIND_SOLVERS))
+def test_float32_data_near_the_float32_maximum(name, kind, tmp_path):
+    """Issue 30, point 2: sparse float32 V * 2**125 made 0 iterations and reported
+    relative error 1.27 (dense: 0.41); the accelerated solver at 9e37 ended at 0.70."""
+    solver, kwargs = KIND_SOLVERS[name]
+    if kind == "dask" and kwargs.get("solver") == "accelerated":
+        pytest.skip("the accelerated solver does not run on Dask arrays")
+    data = V + 0.05
+    for big in (data * 2.0**125, data / data.max() * 9e37):
+        big = big.astype(np.float32)
+        dense = run_plain(solver, kwargs, big)
+        res = run_plain(solver, kwargs, as_kind(big, kind, tmp_path))
+        # float32 rounding may move the "tol" stop by an iteration
+        assert res.n_iter >= dense.n_iter - 2 and res.n_iter > 5
+        np.testing.assert_allclose(res.relative_error, dense.relative_error, rtol=1e-3)
+
+
+@pytest.mark.parametrize("c", [1e-300, 1e-170, 1e160, 1e300])
+def test_the_estimator_reconstruction_error_of_sparse_data_is_scale_safe(c):
+    import scipy.sparse as sp
+
+    ref, _, _ = fit_estimator((V + 0.05).T)
+    est, _, _ = fit_estimator(sp.csr_matrix((V + 0.05).T * c))
+    np.testing.assert_allclose(est.reconstruction_err_ / c, ref.reconstruction_err_, rtol=1e-6)
+
+
+def test_nmfsc_fit_of_a_large_scale_mtx_reports_the_dense_error(tmp_path, capsys):
+    """Issue 30, point 1: ``nmfsc fit big.mtx`` exited 0 with "relative error 0"."""
+    import json
+
+    import scipy.io
+    import scipy.sparse as sp
+
+    from nmfsc.cli import main
+
+    data = V + 0.05
+    scipy.io.mmwrite(tmp_path / "big.mtx", sp.coo_matrix(data * 1e160), precision=17)
+    argv = ["fit", str(tmp_path / "big.mtx"), "-k", "3", "--sparseness-h", "0.6",
+            "--max-iter", "40", "--no-progress", "--out", str(tmp_path / "o.npz")]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        assert main(argv) == 0
+    record = json.loads(str(np.load(tmp_path / "o.npz")["record"]))
+    dense = run_plain(nmfsc.nmf_sc, {"sparseness_h": 0.6}, data * 1e160)
+    assert record["relative_error"] == pytest.approx(dense.relative_error, rel=1e-6)

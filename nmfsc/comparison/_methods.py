@@ -180,6 +180,8 @@ def run_method(method, V, n_components, start, *, params, max_iter, tol, max_tim
             progress=progress,
             **params,
         )
+    if result.stop_reason == "interrupted":  # Ctrl-C stops the comparison, not one run
+        raise KeyboardInterrupt
     wall = time.perf_counter() - t0 - (curve.overhead if curve else 0.0)
     run = Run(method, result.W, result.H, int(result.n_iter), result.stop_reason, wall)
     run.params = dict(params)

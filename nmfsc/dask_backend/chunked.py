@@ -13,7 +13,9 @@ left, which the client receives.
 for a Dask array V: one reduction gives min(V), s = max(V), the count of
 non-finite values and :math:`\lVert V\rVert_F^2` (V is checked as the
 in-memory solvers check it), and every product is taken of the chunk as
-stored and divided by s (no copy of a chunk): :math:`W^T V_c / s` chunk by
+stored and divided by s (no copy of a chunk; a chunk divided by s first where s
+is outside :func:`nmfsc.solvers.framework.divides_first`'s range, so that no
+product overflows or underflows): :math:`W^T V_c / s` chunk by
 chunk, :math:`\sum_c V_c H_c^T / s` and :math:`\sum_c H_c H_c^T` as
 reductions. Chunks may be dense
 ndarrays or scipy.sparse matrices.
@@ -32,7 +34,7 @@ from dask.delayed import Delayed
 
 from nmfsc._kernels import updates as _k
 from nmfsc._threads import run_groups, split, threads
-from nmfsc.solvers.framework import inner, is_sparse
+from nmfsc.solvers.framework import divides_first, inner, is_sparse
 
 __all__ = [
     "held",
@@ -211,19 +213,24 @@ class ChunkedRows:
 
 # --- the per-chunk functions (run on the workers) ------------------------------------
 def normalised(v, scale):
-    """The chunk V_c / s: dense ndarray or CSR (s = 1: as given)."""
+    """The chunk V_c / s in its dtype: dense ndarray or CSR (s = 1: as given)."""
     if is_sparse(v):
         v = v.tocsr()
-        return v if scale == 1.0 else v / scale
+        if scale == 1.0:
+            return v
+        return type(v)((v.data / v.data.dtype.type(scale), v.indices, v.indptr), shape=v.shape)
     v = np.asarray(v)
     return v if scale == 1.0 else v / scale
 
 
 def chunk_check(v):
-    """[min, max, sum of squares, non-finite count] of a chunk (zeros count for sparse).
+    """[min, max, sum of squares of v / max, non-finite count] of a chunk (zeros
+    count for sparse).
 
-    The squares are summed in float64 by slices of 2^20 values, so that a float32
-    chunk is never copied whole.
+    The squares are of the values divided by the chunk's maximum (so that they
+    neither overflow nor underflow at any scale: :func:`merge_checks` brings
+    them to the common maximum), summed in float64 by slices of 2^20 values, so
+    that a float32 chunk is never copied whole.
     """
     values = v.tocsr().data if is_sparse(v) else np.asarray(v).reshape(-1)
     bad = float(np.count_nonzero(~np.isfinite(values)))
@@ -236,14 +243,22 @@ def chunk_check(v):
     for start in range(0, values.size, BLOCK_VALUES):
         part = values[start : start + BLOCK_VALUES].astype(np.float64)
         part = part[np.isfinite(part)] if bad else part
+        if hi > 0 and np.isfinite(hi):
+            part /= hi
         squares += float(np.dot(part, part))
     return np.array([lo, hi, squares, bad])
 
 
 def merge_checks(*parts):
+    """[min, max, sum of squares of V / max, non-finite count] of chunks' checks."""
     lo = min(p[0] for p in parts)
     hi = max(p[1] for p in parts)
-    return np.array([lo, hi, sum(p[2] for p in parts), sum(p[3] for p in parts)])
+
+    def relative(p):  # the chunk's squares in units of the common maximum
+        usable = p[1] != hi and p[1] > 0 and np.isfinite(p[1]) and np.isfinite(hi)
+        return p[2] * (p[1] / hi) ** 2 if usable else p[2]
+
+    return np.array([lo, hi, sum(relative(p) for p in parts), sum(p[3] for p in parts)])
 
 
 def chunk_digest(v):
@@ -277,17 +292,26 @@ def wtv_chunk(v, W, scale):
     Dense chunks too as ``(V_c^T W)^T``: OpenBLAS's ``W^T V_c`` (M x N times
     N x T_c with M small) is slower per column than the whole ``W^T V``,
     ``(V_c^T W)^T`` as fast (benchmarks/README.md)."""
-    v = v.tocsr() if is_sparse(v) else np.asarray(v)
+    v, divisor = as_stored(v, scale)
     out = np.ascontiguousarray((v.T @ W).T)
-    out /= scale
+    if divisor != 1.0:
+        out /= divisor
     return out
+
+
+def as_stored(v, scale):
+    """(the chunk, the divisor of its products): V_c and s, or V_c / s and 1 where
+    s is outside :func:`nmfsc.solvers.framework.divides_first`'s range."""
+    v = v.tocsr() if is_sparse(v) else np.asarray(v)
+    if divides_first(scale, v.dtype):
+        return normalised(v, scale), 1.0
+    return v, scale
 
 
 def vht_and_gram_chunk(v, h, scale):
     """(V_c H_c^T / s, H_c H_c^T), V_c as stored."""
-    vht = np.asarray((v.tocsr() if is_sparse(v) else np.asarray(v)) @ h.T)
-    vht /= scale
-    return vht, h @ h.T
+    v, divisor = as_stored(v, scale)
+    return np.asarray(v @ h.T) / divisor, h @ h.T
 
 
 def inner_and_gram_chunk(a, x):
@@ -330,7 +354,7 @@ class DaskData:
         if hi == 0:
             raise ValueError(f"V is all zeros (shape {V.shape}); there is nothing to factorize")
         self.scale = float(hi)
-        self.vv = float(ss) / self.scale / self.scale
+        self.vv = float(ss)  # already of V / s (chunk_check)
         self._vht = None  # (H, V H^T) of the last reduction that computed both
 
     def fingerprint(self):

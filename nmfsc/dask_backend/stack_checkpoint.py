@@ -104,6 +104,18 @@ def load_stack_checkpoint(path, meta, steps, data, shape):
             f"{tuple(data.widths)}; rechunk V as it was, delete it, or pass resume=False"
         )
     folder = path.parent / stack["folder"]
+    missing = [i for i in range(len(data.widths)) if not (folder / f"{i}.npy").is_file()]
+    if missing:  # a bare FileNotFoundError on a worker before
+        where = (
+            f"the folder {folder.name!r} that holds H's chunks is missing"
+            if not folder.is_dir()
+            else f"H's chunk file {folder.name}/{missing[0]}.npy is missing "
+            f"({len(missing)} of {len(data.widths)})"
+        )
+        raise ValueError(
+            f"checkpoint {str(path)!r}: {where}; restore it, delete the checkpoint, "
+            "or pass resume=False"
+        )
     parts = [
         task(_load_chunk, str(folder / f"{i}.npy"), d, (M, w), data.dtype)
         for i, (d, w) in enumerate(zip(stack["digests"], data.widths, strict=True))

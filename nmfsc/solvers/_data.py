@@ -41,6 +41,16 @@ its y = (W H)_it, which sum to :math:`(\mathbf 1^T W)(H \mathbf 1)`, and only
 the entries with v > 0 add :math:`v \log(v / y) - v`, so
 :math:`D = \sum_{v > 0} (v \log(v / y) - v) + (\mathbf 1^T W)(H \mathbf 1)`.
 C is a sparse matrix sharing V's indices (only its values are new).
+
+Every scale: the products of V taken before the division by s overflow when
+s is huge (s N max|H| above the dtype's maximum) and lose their bits when s
+is tiny, and :math:`\lVert V\rVert^2` does so far sooner. So
+:math:`\lVert \tilde V\rVert^2` is always summed from :math:`V / s` (by
+blocks), and outside :func:`divides_first`'s range (s^2 not a normal number of
+V's dtype: s outside about [1e-154, 1e154] for float64, [1e-19, 1e19] for
+float32) the products are taken of :math:`V / s` too: sparse V's stored
+values are divided once (a copy of the values, sharing V's indices), a memory
+map is read and divided by blocks of rows.
 """
 
 from __future__ import annotations
@@ -53,8 +63,10 @@ __all__ = [
     "EXACT_BELOW",
     "DenseData",
     "ScaledData",
+    "divides_first",
     "exact_objective",
     "frobenius_norm",
+    "normalised_squares",
     "inner",
     "is_sparse",
     "make_data",
@@ -96,19 +108,42 @@ def exact_objective(V, W, H, WH):
     return _k.half_squared_residual(V, WH)
 
 
+def divides_first(scale, dtype):
+    """Whether the products of V must be taken of ``V / scale`` (not of V, then
+    divided): when ``scale**2`` is not a normal number of ``dtype`` (module
+    docstring), where a product of V with the factors can overflow or fall
+    into the subnormals."""
+    info = np.finfo(np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.float64)
+    return not float(np.sqrt(info.tiny)) <= scale <= float(np.sqrt(info.max))
+
+
+def _row_blocks(V, scale, dtype):
+    """``(rows, V[rows] / scale)`` in ``dtype`` by blocks of about 2^16 entries:
+    no copy of dense or mapped V is ever whole."""
+    step = max(1, (BLOCK_ENTRIES // 16) // max(1, V.shape[1]))
+    for start in range(0, V.shape[0], step):
+        rows = slice(start, min(V.shape[0], start + step))
+        yield rows, np.asarray(V[rows], dtype=dtype) / np.dtype(dtype).type(scale)
+
+
+def normalised_squares(V, scale):
+    """``||V / scale||_F^2`` summed in float64 from V / scale (dense V by blocks
+    of rows, sparse V from its stored values): no square of V itself is taken,
+    so that it neither overflows nor underflows whatever the scale."""
+    if is_sparse(V):
+        values = V.data.astype(np.float64) / scale
+        return inner(values, values)
+    squares = 0.0
+    for _, block in _row_blocks(V, scale, np.float64):
+        squares += inner(block, block)
+    return squares
+
+
 def frobenius_norm(V, scale):
     """``||V||_F`` computed as ``scale * ||V / scale||_F`` (scale: max(V)), so that
     it neither overflows nor underflows where the norm itself is a float64;
     dense V by blocks of rows (no copy of V), sparse V from its stored values."""
-    if is_sparse(V):
-        values = V.data / scale
-        return scale * float(np.sqrt(inner(values, values)))
-    step = max(1, BLOCK_ENTRIES // max(1, V.shape[1]))
-    squares = 0.0
-    for start in range(0, V.shape[0], step):
-        block = np.asarray(V[start : start + step], dtype=np.float64) / scale
-        squares += inner(block, block)
-    return scale * float(np.sqrt(squares))
+    return scale * float(np.sqrt(normalised_squares(V, scale)))
 
 
 def make_data(V, scale):
@@ -193,7 +228,9 @@ class DenseData:
 
 class ScaledData:
     """V as given (scipy.sparse CSR / CSC, or a memory map): products of V
-    divided by ``scale``; no copy of V, no N x T temporaries (module docstring)."""
+    divided by ``scale`` (of V / scale outside :func:`divides_first`'s range:
+    sparse V's values divided once, mapped V by blocks); no N x T temporaries
+    (module docstring)."""
 
     def __init__(self, V, scale):
         self.raw = V
@@ -201,22 +238,42 @@ class ScaledData:
         self.shape, self.dtype = V.shape, V.dtype
         self.sparse = is_sparse(V)
         self.csc = self.sparse and V.format == "csc"
-        values = V.data.reshape(1, -1) if self.sparse else V
-        self.vv = inner(values, values) / scale / scale
+        self.vv = normalised_squares(V, scale)
+        #: ``values / divisor`` is V / s: V and s, or (outside divides_first's
+        #: range) sparse V / s and 1; mapped V is then read by blocks, divided.
+        self.values, self.divisor = V, scale
+        self.blocked = False
+        if divides_first(scale, V.dtype):
+            if self.sparse:
+                normalised = (V.data / V.data.dtype.type(scale), V.indices, V.indptr)
+                self.values = type(V)(normalised, shape=V.shape, copy=False)
+                self.divisor = 1.0
+            else:
+                self.blocked = True
 
     # --- the Euclidean products ---------------------------------------------
     def wtv(self, W):
         M, T = W.shape[1], self.shape[1]
         out = np.empty((M, T), dtype=np.result_type(W.dtype, self.dtype))
-        if self.sparse:
-            np.divide((self.raw.T @ W).T, self.scale, out=out)
+        if self.blocked:
+            out[...] = 0.0
+            for rows, block in _row_blocks(self.raw, self.scale, out.dtype):
+                out += W[rows].T @ block
+        elif self.sparse:
+            np.divide((self.values.T @ W).T, self.divisor, out=out)
         else:
-            np.divide(W.T @ self.raw, self.scale, out=out)
+            np.divide(W.T @ self.values, self.divisor, out=out)
         return out
 
     def vht(self, H):
-        out = np.asarray(self.raw @ H.T)
-        out /= self.scale
+        if self.blocked:
+            out = np.empty((self.shape[0], H.shape[0]), dtype=np.result_type(H.dtype, self.dtype))
+            for rows, block in _row_blocks(self.raw, self.scale, out.dtype):
+                out[rows] = block @ H.T
+            return out
+        out = np.asarray(self.values @ H.T)
+        if self.divisor != 1.0:
+            out /= self.divisor
         return out
 
     def hvt(self, H):
@@ -228,26 +285,30 @@ class ScaledData:
         (CSR or mapped V: row slices are cheap); CSC V in one block."""
         N = self.shape[0]
         step = max(1, (BLOCK_ENTRIES // 16) // H.shape[0])
-        if self.csc or step >= N:
+        if self.csc or step >= N or self.blocked:
             yield slice(None), self.vht(H)
             return
         # The kernel reads H^T through a transposed view (the same operations,
         # the same bits as on a copy, about as fast): no M x T copy is held.
         Ht = H.T if self.sparse else np.ascontiguousarray(H.T)
-        V = self.raw
+        V = self.values
         for start in range(0, N, step):
             rows = slice(start, min(N, start + step))
             if self.sparse:  # a Numba kernel: V[rows] would copy the rows' values
                 out = np.empty((rows.stop - start, Ht.shape[1]), dtype=Ht.dtype)
-                _k.csr_rows_times_dense(V.indptr, V.indices, V.data, Ht, start, self.scale, out)
+                _k.csr_rows_times_dense(V.indptr, V.indices, V.data, Ht, start, self.divisor, out)
             else:
                 out = np.asarray(V[rows]) @ Ht
-                out /= self.scale
+                out /= self.divisor
             yield rows, out
 
     def mean(self):
-        values = self.raw.data if self.sparse else self.raw
-        return total(values) / self.scale / (self.shape[0] * self.shape[1])
+        if self.blocked:
+            return sum(total(b) for _, b in _row_blocks(self.raw, self.scale, np.float64)) / (
+                self.shape[0] * self.shape[1]
+            )
+        values = self.values.data if self.sparse else self.values
+        return total(values) / self.divisor / (self.shape[0] * self.shape[1])
 
     def half_squared_error(self, W, H):
         """By the expansion (one product with V), exactly by blocks when small."""
@@ -288,9 +349,9 @@ class ScaledData:
     def _sparse_quotient(self, W, H, eps, C, with_divergence):
         Ht = np.ascontiguousarray(H.T)
         A, B = (Ht, W) if self.csc else (W, Ht)
-        V = self.raw
+        V = self.values
         return _k.compressed_quotient(
-            V.indptr, V.indices, V.data, self.scale, A, B, eps, C.data, with_divergence
+            V.indptr, V.indices, V.data, self.divisor, A, B, eps, C.data, with_divergence
         )
 
     def _dense_blocks(self, W, H, eps, C, kernel):

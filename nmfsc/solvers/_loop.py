@@ -429,7 +429,7 @@ def in_data_units(W_normalised, scale, *, in_place):
         W = np.multiply(W_normalised, scale, out=W_normalised if in_place else None)
     if not np.isfinite(W).all():
         raise FloatingPointError(
-            f"W in V's units overflows float64 (max(V) = {scale:.3g}): divide V by a "
+            f"W in V's units overflows {W.dtype} (max(V) = {scale:.3g}): divide V by a "
             "power of ten (e.g. 1e10) and multiply W by it afterwards"
         )
     return W

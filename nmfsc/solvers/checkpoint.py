@@ -17,14 +17,17 @@ options (max_iter, tol, max_time, ...) may differ: raising max_iter and
 resuming is the intended use. The loaded state is validated before it is used
 -- shapes, dtypes, finite values, non-negative factors, step sizes > 0,
 ``iteration >= 0``, histories of ``iteration + 1`` values, and the digest, so
-that a file edited or damaged after it was written is refused -- and every
+that a file edited or damaged after it was written is refused (a guard
+against corruption and accidents: the digest needs no key, so a deliberate
+edit with the digest recomputed is not detected) -- and every
 refusal is a ValueError naming the file and what is wrong.
 
 Writes are atomic: the file is written to a temporary file with a unique name
 in the same folder (created exclusively: an existing file or link there is
 never written through) and then renamed over ``path`` with :func:`os.replace`.
 A run killed while saving leaves the previous checkpoint intact (and at worst
-a stale ``.<name>.*.tmp``, which is ignored); processes saving to one path at
+a stale ``.<name>.<pid>.*.tmp``, which is ignored and removed by the next
+save once its process is gone); processes saving to one path at
 once do not disturb each other: the last rename wins.
 
 The random generator is not saved: it is used only for the start, which a

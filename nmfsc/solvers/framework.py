@@ -12,7 +12,8 @@ defined and documented in the solvers' own modules:
   ``callback_factors`` and ``final_factors``), :func:`progress_bar`;
 - the loop keywords: :class:`LoopSettings`;
 - the data: :class:`ScaledData` (V / max(V) and its products, dense or
-  sparse), :func:`frobenius_norm`, :func:`inner`, :func:`is_sparse` and
+  sparse), :func:`frobenius_norm`, :func:`inner`, :func:`is_sparse`,
+  :func:`divides_first` (whether V is divided by its scale before a product) and
   :data:`EXACT_BELOW` (where the expanded objective is recomputed exactly);
 - the squared error: :class:`SquaredErrorSteps`, the Gram caches
   :class:`ColumnGram` and :class:`RowGram`, :func:`multiplicative_w_update`;
@@ -20,7 +21,14 @@ defined and documented in the solvers' own modules:
 - the result: :class:`NMFResult`.
 """
 
-from nmfsc.solvers._data import EXACT_BELOW, ScaledData, frobenius_norm, inner, is_sparse
+from nmfsc.solvers._data import (
+    EXACT_BELOW,
+    ScaledData,
+    divides_first,
+    frobenius_norm,
+    inner,
+    is_sparse,
+)
 from nmfsc.solvers._loop import Run, Steps, progress_bar, solve
 from nmfsc.solvers._objective import (
     ColumnGram,
@@ -42,6 +50,7 @@ __all__ = [
     "ScaledData",
     "SquaredErrorSteps",
     "Steps",
+    "divides_first",
     "frobenius_norm",
     "inner",
     "is_sparse",
