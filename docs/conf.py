@@ -34,6 +34,21 @@ try:
 except ImportError:
     pass
 
+
+
+def _mathjax_file():
+    """MathJax 3's single-file TeX-to-SVG bundle, from the installed package."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("mathjax")
+    if spec is None or spec.origin is None:
+        raise ImportError(
+            "the docs need MathJax served locally: pip install -e '.[docs]' "
+            "(it installs django-static-mathjax)"
+        )
+    return Path(spec.origin).parent / "static" / "mathjax" / "es5" / "tex-svg.js"
+
+
 project = "nmfsc"
 author = "nmfsc developers"
 copyright = "nmfsc developers"
@@ -61,7 +76,7 @@ myst_heading_anchors = 3
 # --- API reference ----------------------------------------------------------------------
 autosummary_generate = True
 autosummary_imported_members = True
-autodoc_default_options = {"members": False}
+autodoc_default_options: dict = {}
 autodoc_typehints = "none"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
@@ -96,7 +111,12 @@ html_theme_options = {
     "navigation_with_keys": False,
 }
 html_sidebars = {"**": ["sidebar-nav-bs"]}
-html_static_path = []
+html_static_path = [str(_mathjax_file())]
+# The maths is typeset by a copy of MathJax served from the site itself (the
+# django-static-mathjax package, the docs extra, ships MathJax 3 without Django
+# code), so a reader without internet sees formulas, not raw TeX. tex-svg.js holds
+# its fonts as SVG paths: one file, no font requests.
+mathjax_path = "tex-svg.js"
 html_last_updated_fmt = None
 
 # The paper-figure pages read figures/<name>.json and show figures/<name>.png.
