@@ -89,7 +89,13 @@ sphinx_gallery_conf = {
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
     "ignore_pattern": r"__init__\.py",
-    "within_subsection_order": "FileNameSortKey",
+    # A course, not the alphabet: docs/_ext/gallery_order.py.
+    "within_subsection_order": "gallery_order.CourseOrder",
+    # "Examples using this" on each API page (the minigallery in the templates).
+    "backreferences_dir": "gen_modules/backreferences",
+    "doc_module": ("nmfsc",),
+    # Figures also at twice the resolution, for high-density screens.
+    "image_srcset": ["2x"],
     "download_all_examples": False,
     "remove_config_comments": True,
     "matplotlib_animations": (True, "jshtml"),

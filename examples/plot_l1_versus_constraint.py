@@ -59,9 +59,14 @@ W_l1, _ = comparison.factors("sklearn_cd_l1")
 per_vector_sc = nmfsc.sparseness(W_sc, axis=0)
 per_vector_l1 = nmfsc.sparseness(W_l1, axis=0)
 per_vector_plain = nmfsc.sparseness(comparison.factors("sklearn_cd")[0], axis=0)
-print(f"nmf_sc's basis vectors:      sparseness {per_vector_sc.min():.3f} to {per_vector_sc.max():.3f}")
-print(f"plain NMF's (sklearn_cd):    {per_vector_plain.min():.3f} to {per_vector_plain.max():.3f}")
-print(f"closest L1 fit's (alpha {search['alpha']:.2g}): {per_vector_l1.min():.3f} to {per_vector_l1.max():.3f}")
+for name, per_vector in [
+    ("nmf_sc", per_vector_sc),
+    ("plain NMF (sklearn_cd)", per_vector_plain),
+    (f"closest L1 fit (alpha {search['alpha']:.2g})", per_vector_l1),
+]:
+    print(
+        f"{name:<28s} sparseness of its basis vectors {per_vector.min():.3f} to {per_vector.max():.3f}"
+    )
 
 # The claims above, checked.
 assert np.allclose(per_vector_sc, target, atol=1e-6), "every nmf_sc basis vector is at the target"
@@ -72,7 +77,9 @@ assert any(s is None for _, s in search["path"]), "larger weights switch compone
 assert np.ptp(per_vector_l1) > 0.1, "the penalised fit is sparse only on average"
 assert np.ptp(per_vector_plain) > 0.1, "so is plain NMF"
 rows = {row["method"]: row for row in comparison.rows}
-assert rows["nmf_sc"]["relative_error"] > rows["sklearn_cd_l1"]["relative_error"], "the dial costs error"
+assert rows["nmf_sc"]["relative_error"] > rows["sklearn_cd_l1"]["relative_error"], (
+    "the dial costs error"
+)
 
 # %%
 # The search's path: each L1 weight tried, and the mean sparseness of W that
@@ -104,6 +111,6 @@ plt.show()
 # too, but an indirect one: it trades reconstruction error against the L1 norm,
 # and on these data it prefers dropping a component to spreading sparseness over
 # all of them; like plain NMF's basis vectors (printed above), the penalised
-# ones keep a wide spread of sparseness. For the same comparison on your own data (every method, several
-# seeds, reports and figures), see :func:`nmfsc.compare` and the ``nmfsc
-# compare`` command line.
+# ones keep a wide spread of sparseness. For the same comparison on your own
+# data (every method, several seeds, reports and figures), see
+# :func:`nmfsc.compare` and the ``nmfsc compare`` command line.
