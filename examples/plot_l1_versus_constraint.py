@@ -64,9 +64,8 @@ for name, per_vector in [
     ("plain NMF (sklearn_cd)", per_vector_plain),
     (f"closest L1 fit (alpha {search['alpha']:.2g})", per_vector_l1),
 ]:
-    print(
-        f"{name:<28s} sparseness of its basis vectors {per_vector.min():.3f} to {per_vector.max():.3f}"
-    )
+    spread = f"{per_vector.min():.3f} to {per_vector.max():.3f}"
+    print(f"{name:<30s} sparseness of its basis vectors {spread}")
 
 # The claims above, checked.
 assert np.allclose(per_vector_sc, target, atol=1e-6), "every nmf_sc basis vector is at the target"
