@@ -63,6 +63,7 @@ extensions = [
     "myst_parser",
     "sphinx_gallery.gen_gallery",
     "paper_figures",
+    "explorer",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
@@ -117,7 +118,8 @@ html_theme_options = {
     "navigation_with_keys": False,
 }
 html_sidebars = {"**": ["sidebar-nav-bs"]}
-html_static_path = [str(_mathjax_file())]
+html_static_path = [str(_mathjax_file()), "_static/nmfsc.css"]
+html_css_files = ["nmfsc.css"]
 # The maths is typeset by a copy of MathJax served from the site itself (the
 # django-static-mathjax package, the docs extra, ships MathJax 3 without Django
 # code), so a reader without internet sees formulas, not raw TeX. tex-svg.js holds
@@ -141,10 +143,46 @@ def _read_reproduction(app, docname, source):
     path = ROOT / "REPRODUCTION.md"
     app.env.note_dependency(str(path))
     text = path.read_text(encoding="utf-8")
+    # A link whose text is the image's file name ([fig1.png](figures/fig1.png), the
+    # claims table) shows the image, linked to the claim's page.
+    text = re.sub(
+        r"\[((fig\d|sec5|convergence|caps|robustness)\.png)\]\(figures/\1\)",
+        r"[![\2](../figures/\1)](paper/\2.md)",
+        text,
+    )
     text = re.sub(
         r"\]\(figures/((?:fig\d|sec5|convergence|caps|robustness))\.png\)", r"](paper/\1.md)", text
     )
     text = text.replace("](figures/)", "](paper/index.md)").replace("](docs/", "](")
+    source[0] = text
+
+
+# settings.md's table and stopping rules come from reproduce/experiments.py, the
+# one place the figures' settings are written.
+def _write_settings(app, docname, source):
+    if docname != "settings":
+        return
+    import importlib
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        experiments = importlib.import_module("reproduce.experiments")
+    finally:
+        sys.path.remove(str(ROOT))
+    app.env.note_dependency(experiments.__file__)
+    rows = [
+        "| run | data | solver | M | constraints or weights | iteration budget | time cap |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for e in experiments.EXPERIMENTS.values():
+        params = ", ".join(f"`{k}={v:g}`" for k, v in e.params.items()) or "none"
+        rows.append(
+            f"| {e.name} | {e.dataset} | `{e.solver}` | {e.n_components} | {params} "
+            f"| {e.max_iter} | {e.max_time:g} s |"
+        )
+    doc = experiments.__doc__.split("\n\n")
+    stopping = " ".join(" ".join(doc[1:]).split())
+    text = source[0].replace("{{table}}", "\n".join(rows)).replace("{{stopping}}", stopping)
     source[0] = text
 
 
@@ -175,4 +213,5 @@ def _constant_docstring(app, what, name, obj, options, lines):
 
 def setup(app):
     app.connect("source-read", _read_reproduction)
+    app.connect("source-read", _write_settings)
     app.connect("autodoc-process-docstring", _constant_docstring, priority=400)
