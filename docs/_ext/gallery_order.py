@@ -12,6 +12,7 @@ COURSE = (
     "plot_orl_sparseness_sweep.py",
     "plot_natural_on_off.py",
     "plot_your_own_data.py",
+    "plot_compare_methods.py",
     "plot_l1_versus_constraint.py",
     "plot_missing_values.py",
     "plot_scale.py",
