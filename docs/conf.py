@@ -112,12 +112,26 @@ sphinx_gallery_conf = {
 html_theme = "pydata_sphinx_theme"
 html_title = f"nmfsc {release}"
 html_theme_options = {
-    "navbar_end": ["search-button", "theme-switcher"],
+    # One search control (the field in the navbar), and short labels in one row.
+    "navbar_end": ["theme-switcher"],
+    "header_links_before_dropdown": 6,
+    "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
     "show_prev_next": False,
     "navigation_with_keys": False,
 }
+# The section navigation only where a section has pages to list (the API
+# reference, the gallery, the paper's figures); a page alone in its section has
+# none, rather than an empty "Section Navigation".
 html_sidebars = {"**": ["sidebar-nav-bs"]}
+html_sidebars.update(
+    (page, [])
+    for page in (
+        "index", "install", "tutorial", "explorer", "compare", "cli", "solvers",
+        "distributed", "scores", "datasets", "reproduction", "settings", "benchmarks",
+        "architecture", "about/changelog", "about/citation", "about/license",
+    )
+)  # fmt: skip
 html_static_path = [str(_mathjax_file()), "_static/nmfsc.css"]
 html_css_files = ["nmfsc.css"]
 # The maths is typeset by a copy of MathJax served from the site itself (the
