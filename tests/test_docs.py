@@ -90,8 +90,18 @@ def test_site_serves_mathjax_itself():
     pytest.importorskip("mathjax", reason="django-static-mathjax (the docs extra) not installed")
     import runpy
 
-    conf = runpy.run_path(str(ROOT / "docs/conf.py"))
+    # conf.py limits BLAS to one thread for the build; restore the limits after.
+    with _blas_limits_restored():
+        conf = runpy.run_path(str(ROOT / "docs/conf.py"))
     path = conf.get("mathjax_path", "")
     assert path and "//" not in path, f"mathjax_path {path!r} is not a file of the site"
     served = [Path(p) for p in conf["html_static_path"]]
     assert any(p.name == path and p.is_file() for p in served)
+
+
+def _blas_limits_restored():
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=None)
