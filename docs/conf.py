@@ -102,6 +102,9 @@ sphinx_gallery_conf = {
     "matplotlib_animations": (True, "jshtml"),
     "image_scrapers": ("matplotlib",),
     "show_memory": False,
+    # The computation-times pages load a table library from a CDN: left out, so
+    # that every page works offline (each example's page still shows its time).
+    "write_computation_times": False,
     "min_reported_time": 0,
     "capture_repr": (),
     # Every example runs in the gallery's own working folder; none writes files.

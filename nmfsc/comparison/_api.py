@@ -78,23 +78,6 @@ def compare(V: ArrayLike, n_components: int, *, methods: Sequence[str] | None = 
         Unknown method names, no sparseness level, bad V or shapes.
     ImportError
         A scikit-learn method without scikit-learn (docs/compare.md: an example).
-
-    Examples
-    --------
-    nmf_sc against Lee and Seung's Euclidean NMF on Foldiak's bars, one seed:
-
-    >>> from nmfsc import compare
-    >>> from nmfsc.datasets import bars
-    >>> V, parts = bars(n_samples=300, size=6, random_state=0)
-    >>> result = compare(V, 12, sparseness_w=0.7, methods=("nmf_sc", "nmf_euclidean"),
-    ...                  seeds=(0,), max_iter=200, progress=False)
-    >>> [row["method"] for row in result.rows]
-    ['nmf_sc', 'nmf_euclidean']
-    >>> round(result.rows[0]["sparseness_W"], 6)
-    0.7
-    >>> W, H = result.factors("nmf_sc")
-    >>> W.shape, H.shape
-    ((36, 12), (12, 300))
     """
     V, M, methods, sw, sh, seeds, image_shape, parts, scale = check_settings(
         V, n_components, methods, sparseness_w, sparseness_h, seeds, image_shape, on_off, parts
