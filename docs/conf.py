@@ -34,6 +34,21 @@ try:
 except ImportError:
     pass
 
+
+
+def _mathjax_file():
+    """MathJax 3's single-file TeX-to-SVG bundle, from the installed package."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("mathjax")
+    if spec is None or spec.origin is None:
+        raise ImportError(
+            "the docs need MathJax served locally: pip install -e '.[docs]' "
+            "(it installs django-static-mathjax)"
+        )
+    return Path(spec.origin).parent / "static" / "mathjax" / "es5" / "tex-svg.js"
+
+
 project = "nmfsc"
 author = "nmfsc developers"
 copyright = "nmfsc developers"
@@ -48,6 +63,7 @@ extensions = [
     "myst_parser",
     "sphinx_gallery.gen_gallery",
     "paper_figures",
+    "explorer",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
@@ -61,7 +77,7 @@ myst_heading_anchors = 3
 # --- API reference ----------------------------------------------------------------------
 autosummary_generate = True
 autosummary_imported_members = True
-autodoc_default_options = {"members": False}
+autodoc_default_options: dict = {}
 autodoc_typehints = "none"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
@@ -74,12 +90,21 @@ sphinx_gallery_conf = {
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
     "ignore_pattern": r"__init__\.py",
-    "within_subsection_order": "FileNameSortKey",
+    # A course, not the alphabet: docs/_ext/gallery_order.py.
+    "within_subsection_order": "gallery_order.CourseOrder",
+    # "Examples using this" on each API page (the minigallery in the templates).
+    "backreferences_dir": "gen_modules/backreferences",
+    "doc_module": ("nmfsc",),
+    # Figures also at twice the resolution, for high-density screens.
+    "image_srcset": ["2x"],
     "download_all_examples": False,
     "remove_config_comments": True,
     "matplotlib_animations": (True, "jshtml"),
     "image_scrapers": ("matplotlib",),
     "show_memory": False,
+    # The computation-times pages load a table library from a CDN: left out, so
+    # that every page works offline (each example's page still shows its time).
+    "write_computation_times": False,
     "min_reported_time": 0,
     "capture_repr": (),
     # Every example runs in the gallery's own working folder; none writes files.
@@ -90,13 +115,33 @@ sphinx_gallery_conf = {
 html_theme = "pydata_sphinx_theme"
 html_title = f"nmfsc {release}"
 html_theme_options = {
-    "navbar_end": ["search-button", "theme-switcher"],
+    # One search control (the field in the navbar), and short labels in one row.
+    "navbar_end": ["theme-switcher"],
+    "header_links_before_dropdown": 6,
+    "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
     "show_prev_next": False,
     "navigation_with_keys": False,
 }
+# The section navigation only where a section has pages to list (the API
+# reference, the gallery, the paper's figures); a page alone in its section has
+# none, rather than an empty "Section Navigation".
 html_sidebars = {"**": ["sidebar-nav-bs"]}
-html_static_path = []
+html_sidebars.update(
+    (page, [])
+    for page in (
+        "index", "install", "tutorial", "explorer", "compare", "cli", "solvers",
+        "distributed", "scores", "datasets", "reproduction", "settings", "benchmarks",
+        "architecture", "about/changelog", "about/citation", "about/license",
+    )
+)  # fmt: skip
+html_static_path = [str(_mathjax_file()), "_static/nmfsc.css"]
+html_css_files = ["nmfsc.css"]
+# The maths is typeset by a copy of MathJax served from the site itself (the
+# django-static-mathjax package, the docs extra, ships MathJax 3 without Django
+# code), so a reader without internet sees formulas, not raw TeX. tex-svg.js holds
+# its fonts as SVG paths: one file, no font requests.
+mathjax_path = "tex-svg.js"
 html_last_updated_fmt = None
 
 # The paper-figure pages read figures/<name>.json and show figures/<name>.png.
@@ -115,10 +160,46 @@ def _read_reproduction(app, docname, source):
     path = ROOT / "REPRODUCTION.md"
     app.env.note_dependency(str(path))
     text = path.read_text(encoding="utf-8")
+    # A link whose text is the image's file name ([fig1.png](figures/fig1.png), the
+    # claims table) shows the image, linked to the claim's page.
+    text = re.sub(
+        r"\[((fig\d|sec5|convergence|caps|robustness)\.png)\]\(figures/\1\)",
+        r"[![\2](../figures/\1)](paper/\2.md)",
+        text,
+    )
     text = re.sub(
         r"\]\(figures/((?:fig\d|sec5|convergence|caps|robustness))\.png\)", r"](paper/\1.md)", text
     )
     text = text.replace("](figures/)", "](paper/index.md)").replace("](docs/", "](")
+    source[0] = text
+
+
+# settings.md's table and stopping rules come from reproduce/experiments.py, the
+# one place the figures' settings are written.
+def _write_settings(app, docname, source):
+    if docname != "settings":
+        return
+    import importlib
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        experiments = importlib.import_module("reproduce.experiments")
+    finally:
+        sys.path.remove(str(ROOT))
+    app.env.note_dependency(experiments.__file__)
+    rows = [
+        "| run | data | solver | M | constraints or weights | iteration budget | time cap |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for e in experiments.EXPERIMENTS.values():
+        params = ", ".join(f"`{k}={v:g}`" for k, v in e.params.items()) or "none"
+        rows.append(
+            f"| {e.name} | {e.dataset} | `{e.solver}` | {e.n_components} | {params} "
+            f"| {e.max_iter} | {e.max_time:g} s |"
+        )
+    doc = experiments.__doc__.split("\n\n")
+    stopping = " ".join(" ".join(doc[1:]).split())
+    text = source[0].replace("{{table}}", "\n".join(rows)).replace("{{stopping}}", stopping)
     source[0] = text
 
 
@@ -149,4 +230,5 @@ def _constant_docstring(app, what, name, obj, options, lines):
 
 def setup(app):
     app.connect("source-read", _read_reproduction)
+    app.connect("source-read", _write_settings)
     app.connect("autodoc-process-docstring", _constant_docstring, priority=400)

@@ -65,6 +65,12 @@ print(f"nmfsc.project: {np.array2string(result, precision=4)} after {passes} pas
 print(f"largest difference from the steps above: {np.max(np.abs(result - steps[-1][1])):.1e}")
 print(f"sparseness of the result: {sparseness(result):.4f}")
 
+# What the text claims, checked: the same point, at the target sparseness, after
+# one pass per trip out to the circle (here one entry had to be clipped).
+assert np.max(np.abs(result - steps[-1][1])) < 1e-12
+assert np.isclose(sparseness(result), target) and np.all(result >= 0)
+assert passes == sum(name.startswith("out to the circle") for name, _ in steps) == 2
+
 # %%
 # The path in three dimensions: from ``x`` onto the plane, out to the circle,
 # an entry clipped to zero, out to the circle again along the triangle's edge.

@@ -38,6 +38,12 @@ values = {name: sparseness(v) for name, v in vectors.items()}
 for name, value in values.items():
     print(f"{name:<16s} {value:.3f}")
 
+# What the text claims, checked.
+assert np.isclose(values["one spike"], 1.0), "one non-zero entry scores 1"
+assert np.isclose(values["constant"], 0.0), "equal entries score 0"
+assert values["constant x 1000"] == values["constant"], "the scale does not matter"
+assert values["decay 0.5^i"] > values["decay 0.8^i"], "a fast decay is sparser than a slow one"
+
 # %%
 # One spike scores 1, a constant vector 0, whatever its scale; a fast decay is
 # sparser than a slow one.

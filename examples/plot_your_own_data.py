@@ -9,6 +9,7 @@ your array, your image shape and your number of components.
 """
 
 import matplotlib.pyplot as plt
+import numpy as np
 from sklearn.datasets import load_digits
 
 import nmfsc
@@ -18,6 +19,7 @@ X = load_digits().data  # samples x features: 1797 x 64, values 0..16
 V = X.T  # nmfsc's orientation: features x samples
 result = nmfsc.nmf_sc(V, 16, sparseness_w=0.7, random_state=0, max_iter=2000, tol=1e-3)
 print(result)  # iterations, why it stopped, relative error, achieved sparseness
+assert np.allclose(result.sparseness_W, 0.7, atol=1e-6), "every basis image at exactly 0.7"
 
 fig, ax = plt.subplots(figsize=(5, 5), layout="constrained")
 plot_basis(result.W, (8, 8), ax=ax, n_cols=4, normalize="max", title="16 strokes, sW = 0.7")

@@ -320,6 +320,20 @@ def project_batch(
     S : ndarray of float64, same shape as X
     passes : ndarray of int64
         Only with ``return_passes=True``.
+
+    Examples
+    --------
+    Hold every column of a 100 x 5 matrix at sparseness 0.8 and unit L2 norm,
+    as nmf_sc does with the columns of W:
+
+    >>> import numpy as np
+    >>> from nmfsc import l1_for_sparseness, project_batch, sparseness
+    >>> X = np.random.default_rng(0).random((100, 5))
+    >>> S = project_batch(X, l1_for_sparseness(0.8, 100), 1.0)
+    >>> np.round(sparseness(S, axis=0), 6)
+    array([0.8, 0.8, 0.8, 0.8, 0.8])
+    >>> bool(np.all(S >= 0)), np.allclose(np.linalg.norm(S, axis=0), 1.0)
+    (True, True)
     """
     code = _METHODS.get(method) if type(method) is str else None
     if return_passes and code == _k.METHOD_FAST:

@@ -6,12 +6,12 @@ Hoyer (2004) describes the bases in words: CBCL parts are *local* (Figure 1a,
 *oriented*, edge-like filters while NMF, LNMF and SNMF give circular blobs
 (Figures 1c and 5). This module turns those words into numbers:
 
-- :func:`locality` -- how concentrated in space each basis image's energy is
+- :func:`~nmfsc.locality` -- how concentrated in space each basis image's energy is
   (1 for a single pixel, 0 for energy spread like a uniform image);
-- :func:`orientation` -- how much of each filter's spectral power lies at one
+- :func:`~nmfsc.orientation` -- how much of each filter's spectral power lies at one
   orientation (1 for a single orientation, 0 for an isotropic filter);
-- :func:`sparseness_summary` -- Hoyer's sparseness of W's columns and H's rows;
-- :func:`summarize_scores` -- mean, median, min and max of any of the above,
+- :func:`~nmfsc.sparseness_summary` -- Hoyer's sparseness of W's columns and H's rows;
+- :func:`~nmfsc.summarize_scores` -- mean, median, min and max of any of the above,
   ignoring the NaN of undefined (all-zero) vectors.
 
 Conventions: ``W`` is N x M with one basis vector per column; a column reshaped
@@ -83,7 +83,7 @@ def uniform_spread(image_shape: tuple[int, int]) -> float:
 
     The standard deviation of a pixel index drawn uniformly from ``0..n-1`` is
     ``sqrt((n^2 - 1) / 12)``; the spread adds the two axes' variances. It is the
-    reference that :func:`locality` divides by.
+    reference that :func:`~nmfsc.locality` divides by.
     """
     height, width = check_image_shape(image_shape, "image_shape")
     return float(np.sqrt((height**2 - 1) / 12.0 + (width**2 - 1) / 12.0))

@@ -163,6 +163,21 @@ def l1_for_sparseness(
     ``l2`` may be an array (one norm per vector); the result then has its shape.
     For n = 1 every sparseness gives ``l1 = l2``.
 
+    Parameters
+    ----------
+    sparseness : float or array_like
+        The target sparseness, in [0, 1] (1: one non-zero entry; 0: all equal).
+    n : int
+        The length of the vectors, at least 1.
+    l2 : float or array_like, default 1.0
+        Their L2 norm (finite, > 0), one value or one per vector.
+
+    Returns
+    -------
+    float or ndarray of float64
+        The L1 norm, between ``l2`` (sparseness 1) and ``sqrt(n) * l2``
+        (sparseness 0); an array when ``sparseness`` or ``l2`` is one.
+
     Raises
     ------
     TypeError
@@ -170,6 +185,16 @@ def l1_for_sparseness(
     ValueError
         For ``sparseness`` outside [0, 1], ``n < 1``, ``l2`` not finite and
         > 0, and an ``l2`` so large that ``l1`` would overflow to infinity.
+
+    Examples
+    --------
+    >>> from nmfsc import l1_for_sparseness, sparseness_for_l1
+    >>> l1_for_sparseness(0.8, 100)  # 10 - 9 * 0.8
+    2.8
+    >>> l1_for_sparseness(1.0, 100, l2=2.0), l1_for_sparseness(0.0, 100, l2=2.0)
+    (2.0, 20.0)
+    >>> round(float(sparseness_for_l1(2.8, 1.0, 100)), 12)
+    0.8
     """
     s = check_sparseness(sparseness, "sparseness")
     n = check_positive_int(n, "n")

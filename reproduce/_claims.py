@@ -83,25 +83,77 @@ def fmt(value):
     return f"{value:.3f}" if value == 0 or abs(value) >= 1e-3 else f"{value:.1e}"
 
 
-def strip_figure(panels, series_labels, title):
-    """One panel per figure; in each, one column per score and one dot per series.
+# Words for the flattened claims' keys, in the order they are replaced.
+_WORDS = (
+    ("locality_mean_orl", "locality on ORL"),
+    ("orientation_mean_natural", "orientation on natural images"),
+    ("locality_mean_", "locality "),
+    ("orientation_mean_", "orientation "),
+    ("locality_mean", "locality"),
+    ("plain_nmf_cbcl_mean_sparseness_W", "plain NMF's sparseness of W (CBCL)"),
+    ("oriented_share", "share oriented above"),
+    ("largest_passes_whole_grid", "most passes of the projection"),
+    ("max_error_of_achieved_sparseness", "largest error of a constraint"),
+    ("sec5_lnmf_orl", "LNMF"),
+    ("sec5_lnmf_natural", "LNMF"),
+    ("sec5_snmf_orl_alpha", "SNMF, alpha "),
+    ("sec5_snmf_natural_alpha", "SNMF, alpha "),
+    ("_cbcl", " (CBCL)"),
+    ("_orl", " (ORL)"),
+    ("_natural", " (natural)"),
+)
+_PANEL_TITLES = {
+    "fig1": "Figure 1: plain NMF",
+    "fig3": "Figure 3: CBCL, nmfsc",
+    "fig4": "Figure 4: ORL, rising sW",
+    "fig5": "Figure 5: natural images, sH 0.85",
+    "sec5": "Section 5: LNMF and SNMF",
+    "fig6": "Figure 6: the projection",
+    "constraints": "constraints",
+}
 
-    ``panels`` maps a panel title to ``{score label: [value per series]}``.
+
+def readable(label):
+    """A flattened claim's label in words: ``locality_mean / fig4a`` -> ``locality, Fig. 4a``."""
+    for key, words in _WORDS:
+        label = label.replace(key, words)
+    label = label.replace("fig", "Fig. ").replace("_", " ").replace(" / ", ", ")
+    return " ".join(label.split())
+
+
+def strip_figure(panels, series_labels, title):
+    """One panel per figure, in a grid; in each, one row per score, one dot per series.
+
+    ``panels`` maps a panel title to ``{score label: [value per series]}``. The
+    scores are listed down each panel in words (:func:`readable`), so that the
+    figure reads at page width.
     """
+    import math
+
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(3.2 * len(panels), 4.2), layout="constrained")
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    n_cols = min(3, len(panels))
+    n_rows = math.ceil(len(panels) / n_cols)
+    heights = [max(len(scores) for scores in list(panels.values())[r * n_cols:(r + 1) * n_cols])
+               for r in range(n_rows)]  # fmt: skip
+    fig = Figure(figsize=(4.4 * n_cols, 0.9 + sum(0.32 * h + 0.8 for h in heights)),
+                 layout="constrained")  # fmt: skip
+    grid = fig.add_gridspec(n_rows, n_cols, height_ratios=[h + 2 for h in heights])
     markers = "osD^v<>p*h"
-    for ax, (panel, scores) in zip(axes, panels.items(), strict=True):
+    for k, (panel, scores) in enumerate(panels.items()):
+        ax = fig.add_subplot(grid[k // n_cols, k % n_cols])
         labels = list(scores)
         for s, series in enumerate(series_labels):
-            ys = [scores[label][s] for label in labels]
-            xs = [i + 0.08 * (s - (len(series_labels) - 1) / 2) for i in range(len(labels))]
+            xs = [scores[label][s] for label in labels]
+            ys = [i + 0.1 * (s - (len(series_labels) - 1) / 2) for i in range(len(labels))]
             ax.plot(xs, ys, markers[s % len(markers)], ms=5, label=series, alpha=0.8)
-        ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=7)
-        ax.set_title(panel, fontsize=9)
-    axes[0].legend(fontsize=7)
+        ax.set_yticks(range(len(labels)), [readable(label) for label in labels], fontsize=8)
+        ax.set_ylim(len(labels) - 0.5, -0.5)
+        ax.tick_params(axis="x", labelsize=8)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_title(_PANEL_TITLES.get(panel, panel), fontsize=9)
+        if k == 0:
+            ax.legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
     return fig
 

@@ -72,3 +72,36 @@ def test_api_reference_lists_every_public_name(module):
         documented |= {name for mod, name in listed if mod == "nmfsc"}
     assert public - documented == set(), f"missing from docs/api/index.rst: {public - documented}"
     assert documented >= public
+
+
+def test_api_reference_templates_exist():
+    # autosummary looks a :template: up under templates_path; a name it cannot find
+    # falls back silently to its bare default (a class page without its methods).
+    text = (ROOT / "docs/api/index.rst").read_text(encoding="utf-8")
+    named = set(re.findall(r":template:\s*(\S+)", text))
+    assert named, "docs/api/index.rst names no template"
+    missing = {name for name in named if not (ROOT / "docs/_templates" / name).is_file()}
+    assert missing == set(), f"templates not under docs/_templates/: {missing}"
+
+
+def test_site_serves_mathjax_itself():
+    # An offline reader must see formulas: the site loads MathJax from its own
+    # _static folder, never from another host.
+    pytest.importorskip("mathjax", reason="django-static-mathjax (the docs extra) not installed")
+    import runpy
+
+    # conf.py limits BLAS to one thread for the build; restore the limits after.
+    with _blas_limits_restored():
+        conf = runpy.run_path(str(ROOT / "docs/conf.py"))
+    path = conf.get("mathjax_path", "")
+    assert path and "//" not in path, f"mathjax_path {path!r} is not a file of the site"
+    served = [Path(p) for p in conf["html_static_path"]]
+    assert any(p.name == path and p.is_file() for p in served)
+
+
+def _blas_limits_restored():
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=None)

@@ -33,8 +33,28 @@ def numba_cache(tmp_path_factory):
 
 
 def test_every_example_is_listed():
-    assert len(EXAMPLES) >= 5
+    assert len(EXAMPLES) >= 8
     assert REAL_DATA <= {p.name for p in EXAMPLES}
+
+
+def test_gallery_is_ordered_as_a_course():
+    # docs/_ext/gallery_order.py gives the gallery's order; each example has a place.
+    sys.path.insert(0, str(ROOT / "docs/_ext"))
+    try:
+        from gallery_order import COURSE, CourseOrder
+    finally:
+        sys.path.remove(str(ROOT / "docs/_ext"))
+    assert sorted(COURSE) == [p.name for p in EXAMPLES]
+    key = CourseOrder(str(ROOT / "examples"))
+    assert sorted((p.name for p in EXAMPLES), key=key) == list(COURSE)
+    assert COURSE[0] == "plot_sparseness_measure.py"
+
+
+def test_every_example_asserts_its_claims():
+    # The build fails the day an example's prose stops being true only if the
+    # example checks what it says.
+    for path in EXAMPLES:
+        assert "\nassert " in path.read_text(encoding="utf-8"), f"{path.name} asserts nothing"
 
 
 @pytest.mark.parametrize(

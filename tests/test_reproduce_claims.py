@@ -54,3 +54,22 @@ def test_caps_table_says_when_no_run_was_capped():
     from reproduce.caps import markdown as caps_markdown
 
     assert "every run stopped by the convergence rule" in caps_markdown({}, {})
+
+
+def test_strip_figure_reads_at_page_width():
+    # Seven panels of internal keys in one strip 3,362 px wide could not be read:
+    # the panels go in rows of at most three, and every label is in words.
+    from reproduce._claims import readable, strip_figure
+
+    panels = {
+        f"fig{k}": {"locality_mean / fig4a": [0.4, 0.5], "orientation_mean_1c_natural": [0.1, 0.2]}
+        for k in range(7)
+    }
+    fig = strip_figure(panels, ["seed 0", "seed 1"], "title")
+    assert fig.get_figwidth() <= 3 * 4.5
+    labels = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
+    assert labels and not any("_" in label for label in labels)
+    assert readable("locality_mean / fig4a") == "locality, Fig. 4a"
+    assert readable("orientation_mean_natural / sec5_snmf_natural_alpha1") == (
+        "orientation on natural images, SNMF, alpha 1"
+    )

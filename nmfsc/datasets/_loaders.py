@@ -113,6 +113,14 @@ def load_orl(*, gate: Gate | None = None) -> np.ndarray:
     releases documented an 11 x 11 lowpass filter applied before bilinear
     interpolation), so its pixel values cannot be reproduced exactly; this follows the
     current MATLAB algorithm.
+
+    Examples
+    --------
+    >>> from nmfsc.datasets import ORL_SHAPE, load_orl
+    >>> V = load_orl()  # downloaded on first use, or read from NMFSC_DATA_DIR
+    >>> V.shape, ORL_SHAPE
+    ((2576, 400), (56, 46))
+    >>> face = V[:, 0].reshape(ORL_SHAPE)  # the first face, upright
     """
     return _ORL.load(gate)
 

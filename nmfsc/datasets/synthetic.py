@@ -110,6 +110,17 @@ def bars(
     parts : ndarray of float64, shape (size ** 2, 2 * size)
         Binary bar images: column ``i < size`` is the horizontal bar on row ``i``,
         column ``size + i`` the vertical bar on column ``i``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nmfsc.datasets import bars
+    >>> V, parts = bars(n_samples=500, size=8, random_state=0)
+    >>> V.shape, parts.shape
+    ((64, 500), (64, 16))
+    >>> H = np.linalg.lstsq(parts, V, rcond=None)[0]  # each image is a sum of bars
+    >>> bool(np.allclose(parts @ H, V))
+    True
     """
     n_samples = check_positive_int(n_samples, "n_samples")
     size = check_positive_int(size, "size")

@@ -80,7 +80,7 @@ OPTIONS = """\
         The continued run is bit-identical (W, H, objective) to an
         uninterrupted one; a checkpoint written for other data, another
         solver, other parameters or another seed is refused with
-        :class:`~nmfsc.solvers.CheckpointMismatchError` (a ValueError).
+        :class:`~nmfsc.CheckpointMismatchError` (a ValueError).
         The stopping options may differ (e.g. a larger max_iter)."""
 
 RETURNS = """\
