@@ -142,7 +142,7 @@ def progress_bar(progress, name, total, initial=0):
     return tqdm(total=total, initial=initial, desc=name, unit="it", dynamic_ncols=True)
 
 
-def solve(make_steps, V, n_components, *, solver_params, settings):
+def solve(make_steps, V, n_components, *, solver_params, settings, mask=None):
     """Validate, start (or resume), iterate until a stop, and build the result.
 
     ``make_steps(data, n_components)`` returns the :class:`Steps` (``data``:
@@ -150,7 +150,12 @@ def solve(make_steps, V, n_components, *, solver_params, settings):
     ``solver_params`` are the solver's own settings (already validated), saved
     in the result and checked when resuming; ``settings`` are the call's
     :class:`~nmfsc.solvers._settings.LoopSettings`, not yet validated.
+    ``mask``: where V was observed (:class:`nmfsc.solvers.masked.MaskedRun`).
     """
+    if mask is not None:
+        from nmfsc.solvers.masked import MaskedRun  # masked.py imports this module
+
+        return MaskedRun(mask, make_steps, V, n_components, solver_params, settings).run(4)
     return Run(make_steps, V, n_components, solver_params, settings).run(stacklevel=4)
 
 

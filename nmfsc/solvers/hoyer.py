@@ -333,11 +333,16 @@ class HoyerSteps(SquaredErrorSteps):
 SOLVERS = ("hoyer", "accelerated")
 
 
-def _steps_class(solver, on_dask=False):
-    """The Steps class of ``solver`` (accelerated.py imports this module); the
-    Dask path (``on_dask``) runs the paper's algorithm only."""
+def _steps_class(solver, on_dask=False, masked=False):
+    """The Steps class of ``solver`` (accelerated.py and masked.py import this
+    module); the Dask path (``on_dask``) runs the paper's algorithm only;
+    ``masked``: the masked steps (:mod:`nmfsc.solvers.masked`)."""
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {', '.join(map(repr, SOLVERS))}; got {solver!r}")
+    if masked:
+        from nmfsc.solvers.masked import masked_steps_class
+
+        return masked_steps_class(solver, on_dask)
     if on_dask and solver != "hoyer":
         raise ValueError(
             f"solver={solver!r} does not run on a Dask array yet; use solver='hoyer' "
@@ -350,11 +355,12 @@ def _steps_class(solver, on_dask=False):
     return HoyerSteps
 
 
-@document(EUCLIDEAN_UNITS)
+@document(EUCLIDEAN_UNITS, mask=True)
 @takes_loop_settings
 def nmf_sc(
     V: ArrayLike, n_components: int, *, sparseness_w: float | None = None,
-    sparseness_h: float | None = None, solver: str = "hoyer", **loop: Unpack[LoopOptions]
+    sparseness_h: float | None = None, solver: str = "hoyer",
+    mask: ArrayLike | str | None = None, **loop: Unpack[LoopOptions]
 ) -> NMFResult:  # fmt: skip
     r"""Non-negative matrix factorization with sparseness constraints (Hoyer 2004).
 
@@ -423,12 +429,9 @@ def nmf_sc(
     settings = LoopSettings.from_keywords("nmf_sc", loop)
     s_w = check_optional_sparseness(sparseness_w, "sparseness_w")
     s_h = check_optional_sparseness(sparseness_h, "sparseness_h")
-    steps_class = _steps_class(solver, on_dask=is_dask_array(V))
+    steps_class = _steps_class(solver, on_dask=is_dask_array(V), masked=mask is not None)
     if is_dask_array(V):  # V chunked on a Dask scheduler: nmfsc.dask_backend (issue 17)
         return solve_on_dask("nmf_sc", V, n_components, settings, s_w, s_h)
-
-    def make_steps(Vn, M):
-        return steps_class(Vn, M, s_w, s_h)
-
+    make_steps = partial(steps_class, sparseness_w=s_w, sparseness_h=s_h)  # (data, M) -> Steps
     params = {"sparseness_w": s_w, "sparseness_h": s_h}
-    return solve(make_steps, V, n_components, solver_params=params, settings=settings)
+    return solve(make_steps, V, n_components, solver_params=params, settings=settings, mask=mask)

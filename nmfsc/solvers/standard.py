@@ -23,6 +23,7 @@ from nmfsc.solvers._objective import ColumnGram, SquaredErrorSteps, multiplicati
 from nmfsc.solvers._result import NMFResult
 from nmfsc.solvers._settings import LoopOptions, LoopSettings, takes_loop_settings
 from nmfsc.solvers._start import refuse_dead_components
+from nmfsc.solvers.masked import MaskedEuclideanSteps
 
 if TYPE_CHECKING:  # typing.Unpack is Python >= 3.11; only the type checker needs it
     from typing_extensions import Unpack
@@ -125,9 +126,12 @@ class DivergenceSteps(QuotientSteps):
         return {"W": W, "H": H}, self._evaluate(W, H), None
 
 
-@document(EUCLIDEAN_UNITS)
+@document(EUCLIDEAN_UNITS, mask=True)
 @takes_loop_settings
-def nmf_euclidean(V: ArrayLike, n_components: int, **loop: Unpack[LoopOptions]) -> NMFResult:
+def nmf_euclidean(
+    V: ArrayLike, n_components: int, *, mask: ArrayLike | str | None = None,
+    **loop: Unpack[LoopOptions]
+) -> NMFResult:  # fmt: skip
     r"""Standard NMF with the Euclidean objective (Lee & Seung 2001).
 
     Minimises :math:`E = \tfrac12 \lVert V - W H \rVert_F^2` over
@@ -162,6 +166,9 @@ def nmf_euclidean(V: ArrayLike, n_components: int, **loop: Unpack[LoopOptions]) 
     constraints", JMLR 5:1457-1469, 2004 (nmfpack's nmfmse).
     """
     settings = LoopSettings.from_keywords("nmf_euclidean", loop)
+    if mask is not None:
+        steps = MaskedEuclideanSteps
+        return solve(steps, V, n_components, solver_params={}, settings=settings, mask=mask)
     if is_dask_array(V):  # V chunked on a Dask scheduler: nmfsc.dask_backend (issue 17)
         return solve_on_dask("nmf_euclidean", V, n_components, settings)
     return solve(EuclideanSteps, V, n_components, solver_params={}, settings=settings)
