@@ -61,6 +61,7 @@ from nmfsc.solvers._start import refuse_dead_components
 from nmfsc.solvers.hoyer import EPS, MU_GROWTH, MU_MIN, HoyerSteps, support_sizes
 
 __all__ = [
+    "MaskedCoefficientSteps",
     "MaskedEuclideanSteps",
     "MaskedHoyerSteps",
     "MaskedRun",
@@ -188,6 +189,34 @@ class MaskedHoyerSteps(HoyerSteps):
             mu /= 2.0
             if not MU_MIN <= mu < np.inf:  # also ends the loop for a NaN or infinite mu
                 return None, mu
+
+
+class MaskedCoefficientSteps(MaskedHoyerSteps):
+    """The masked H step alone, W fixed (``fit_coefficients(..., mask=...)``,
+    what ``SparseNMF(missing_values=np.nan).transform`` runs): the projected
+    gradient step with s_H, else the weighted multiplicative update without
+    the row rescaling (which would change W); W is used as given."""
+
+    name = "nmf_sc (coefficients, W fixed)"
+
+    def __init__(self, data, n_components, sparseness_h):
+        super().__init__(data, n_components, None, sparseness_h)
+
+    def refuse_dead(self, W, H):
+        refuse_dead_components(self.name, None, H if self.proj_h is None else None)
+
+    def step(self, state):
+        W, H = state["W"], state["H"]
+        mu_h = float(state["mu_H"])
+        if self.proj_h is None:
+            Y, _ = self.observed(W, H)
+            H, _ = multiplicative(H, self.data.wtv(W), self.data.left(W, Y))
+        else:
+            H, mu_h = self._h_projected(W, H, mu_h)
+            if H is None:
+                return {**state, "mu_H": mu_h}, None, "step_size"
+        new = {"W": W, "H": H, "mu_W": state["mu_W"], "mu_H": mu_h}
+        return new, self.objective(W, H), None
 
 
 class MaskedEuclideanSteps(SquaredErrorSteps):
