@@ -104,8 +104,9 @@ def run_compare(args):
     if not hasattr(nmfsc, "compare"):
         raise CommandError("this nmfsc has no nmfsc.compare; update nmfsc", status=1)
     methods = _methods(args.methods)
+    missing = np.nan if args.missing_values == "nan" else None
     V, image_shape, name = read_matrix(
-        args.data, key=args.key, samples_as_rows=args.samples_as_rows
+        args.data, key=args.key, samples_as_rows=args.samples_as_rows, missing_values=missing
     )
     K = args.n_components or min(DEFAULT_COMPONENTS, *V.shape)
     check_n_components(V, K, source=args.data)
@@ -118,6 +119,9 @@ def run_compare(args):
         "tol": args.tol,
         "max_time": args.max_time,
         "image_shape": tuple(args.image_shape) if args.image_shape else image_shape,
+        "holdout": args.holdout,
+        "holdout_seed": args.holdout_seed,
+        "missing_values": missing,
     }
     options = {key: value for key, value in options.items() if value is not None}
     out = args.out if args.out is not None else Path("nmfsc-compare") / _folder_name(name)
@@ -154,15 +158,18 @@ def run_fit(args):
     out = args.out
     if out.suffix.lower() != ".npz":
         raise CommandError(f"--out must name an .npz file, got {str(out)!r}")
+    missing = np.nan if args.missing_values == "nan" else None
     V, image_shape, name = read_matrix(
-        args.data, key=args.key, samples_as_rows=args.samples_as_rows
+        args.data, key=args.key, samples_as_rows=args.samples_as_rows, missing_values=missing
     )
     check_n_components(V, args.n_components, source=args.data)
     stopping = {"max_iter": args.max_iter, "tol": args.tol, "max_time": args.max_time}
+    V, mask = _observed(V, args)
     try:
         result = nmf_sc(
             V,
             args.n_components,
+            mask=mask,
             sparseness_w=args.sparseness_w,
             sparseness_h=args.sparseness_h,
             solver=args.solver,
@@ -185,6 +192,22 @@ def run_fit(args):
     print(_fit_summary(result, name))
     _say(f"wrote {out}")
     return 0
+
+
+def _observed(V, args):
+    """V with zeros where missing, and the mask of its observed entries (None
+    without --missing-values or when nothing is missing)."""
+    if args.missing_values is None:
+        return V, None
+    if hasattr(V, "nnz"):
+        raise CommandError(
+            f"{args.data}: --missing-values applies to dense data; a sparse file's missing "
+            "entries are its unstored ones (use nmfsc.nmf_sc(V, k, mask='stored') in Python)"
+        )
+    missing = np.isnan(V)
+    if not missing.any():
+        return V, None
+    return np.where(missing, 0.0, V), ~missing
 
 
 def fit_record(result, *, data, seed):

@@ -17,7 +17,7 @@ from nmfsc.readers import IMAGE_SUFFIXES, DataFileError
 __all__ = ["read_delimited", "read_image_folder"]
 
 
-def read_delimited(path, delimiter):
+def read_delimited(path, delimiter, empty_as_nan=False):
     """Read a delimited text file of numbers, skipping a header row if there is one.
 
     Parameters
@@ -26,6 +26,8 @@ def read_delimited(path, delimiter):
         The file, UTF-8 text (a byte-order mark is allowed).
     delimiter : str
         ``","`` or ``"\\t"``.
+    empty_as_nan : bool, default False
+        Read an empty cell as NaN (a missing value) instead of refusing it.
 
     Returns
     -------
@@ -61,7 +63,7 @@ def read_delimited(path, delimiter):
                 f"{_cells(width)}; every row must have the same number of cells"
             )
         try:
-            V[i] = [float(cell) for cell in row]
+            V[i] = [float(cell) if cell.strip() or not empty_as_nan else np.nan for cell in row]
         except ValueError:
             _raise_bad_cell(path, row, lines[i], first_row=i == 0 and not header)
     line_of = np.asarray(lines)

@@ -63,8 +63,12 @@ def test_transform_and_score_use_the_observed_entries(X, holes):
     Z = est.transform(holes)
     mask = ~np.isnan(holes)
     expected = fit_coefficients(
-        np.where(mask, holes, 0).T, est.components_.T, mask=mask.T, random_state=0,
-        tol=0.0, max_iter=50,
+        np.where(mask, holes, 0).T,
+        est.components_.T,
+        mask=mask.T,
+        random_state=0,
+        tol=0.0,
+        max_iter=50,
     )
     assert Z.shape == (30, 4) and np.all(np.isfinite(Z))
     residual = np.where(mask, holes - Z @ est.components_, 0.0)

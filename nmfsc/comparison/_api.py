@@ -9,7 +9,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 import nmfsc
-from nmfsc._validation import check_nonneg_real, check_positive_int
+from nmfsc._missing_values import check_missing_values
+from nmfsc._validation import check_non_negative_int, check_nonneg_real, check_positive_int
+from nmfsc.comparison._holdout import Holdout, check_holdout, holdout_rows
 from nmfsc.comparison._methods import sklearn_available
 from nmfsc.comparison._result import Comparison
 from nmfsc.comparison._runner import check_settings, run_all
@@ -24,7 +26,8 @@ def compare(V: ArrayLike, n_components: int, *, methods: Sequence[str] | None = 
             max_time: float | None = None, image_shape: tuple[int, int] | None = None,
             on_off: bool = False, parts: ArrayLike | None = None,
             sparse_nmf_alpha: float = 100.0, progress: bool = True,
-            name: str | None = None) -> Comparison:
+            name: str | None = None, holdout: float | None = None, holdout_seed: int = 0,
+            missing_values: float | None = None) -> Comparison:
     # fmt: on
     r"""Run nmf_sc and standard NMF methods side by side on ``V``, from the same starts.
 
@@ -67,6 +70,19 @@ def compare(V: ArrayLike, n_components: int, *, methods: Sequence[str] | None = 
         A tqdm bar on stderr per run, its ETA from the iteration rate.
     name : str, optional
         Name of the data in reports (default ``"data"``).
+    holdout : float in (0, 1), optional
+        Hide this fraction of the observed entries (drawn by
+        ``numpy.random.default_rng(holdout_seed)``, the same for every method
+        and seed), fit every method to the rest, and report each run's
+        relative error on the hidden entries (``holdout_error``). ``nmf_sc``
+        and ``nmf_euclidean`` fit the training entries only (their ``mask``);
+        the other methods are fitted to V with the hidden entries filled by
+        their row's training mean (``holdout_fit``; :mod:`nmfsc.comparison._holdout`).
+        Dense V only.
+    holdout_seed : int, default 0
+    missing_values : None or np.nan, default None
+        np.nan: NaN entries of V are missing, handled as hidden entries that
+        are never scored. None: NaN is an error.
 
     Returns
     -------
@@ -79,6 +95,17 @@ def compare(V: ArrayLike, n_components: int, *, methods: Sequence[str] | None = 
     ImportError
         A scikit-learn method without scikit-learn (docs/compare.md: an example).
     """
+    return _compare(V, n_components, methods, sparseness_w, sparseness_h, seeds, max_iter, tol,
+                    max_time, image_shape, on_off, parts, sparse_nmf_alpha, progress, name,
+                    holdout, holdout_seed, missing_values)  # fmt: skip
+
+
+def _compare(V, n_components, methods, sparseness_w, sparseness_h, seeds, max_iter, tol,
+             max_time, image_shape, on_off, parts, sparse_nmf_alpha, progress, name, holdout,
+             holdout_seed, missing_values):  # fmt: skip
+    """The body of :func:`compare` (its arguments, in order)."""
+    split = _split(V, holdout, holdout_seed, missing_values)
+    V = V if split is None else split.filled
     V, M, methods, sw, sh, seeds, image_shape, parts, scale = check_settings(
         V, n_components, methods, sparseness_w, sparseness_h, seeds, image_shape, on_off, parts
     )
@@ -95,9 +122,24 @@ def compare(V: ArrayLike, n_components: int, *, methods: Sequence[str] | None = 
     scoring = {"image_shape": image_shape, "on_off": bool(on_off), "parts": parts}
     rows, runs, matched = run_all(V, M, methods, seeds, nmf_sc_params=nmf_sc_params,
                                   sparse_nmf_alpha=alpha, fit_options=fit_options,
-                                  scoring=scoring)  # fmt: skip
+                                  scoring=scoring,
+                                  method_params=split and split.method_params())  # fmt: skip
+    if split is not None:
+        rows = holdout_rows(rows, runs, split, scale)
+        settings.update(split.settings)
     return Comparison(rows=rows, runs=_in_data_units(runs, scale), matched=matched,
                       settings=settings, versions=_versions(methods))  # fmt: skip
+
+
+def _split(V, holdout, holdout_seed, missing_values):
+    """The :class:`~nmfsc.comparison._holdout.Holdout` of the call, or None
+    when nothing is hidden and NaN is not a missing value."""
+    missing = check_missing_values(missing_values)
+    if holdout is None and not missing:
+        return None
+    fraction = check_holdout(holdout)
+    seed = check_non_negative_int(holdout_seed, "holdout_seed")
+    return Holdout(V, fraction, seed, missing)
 
 
 def _in_data_units(runs, scale):
