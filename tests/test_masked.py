@@ -260,3 +260,17 @@ def test_a_checkpoint_is_refused_for_another_mask(V, mask, tmp_path, other):
         nmfsc.nmf_sc(
             V, M, mask=new_mask, sparseness_w=0.6, max_iter=10, checkpoint=path, resume=True
         )
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_stored_mask_on_threads_equals_the_dense_mask(fmt):
+    """Large enough that the stored-entry kernels run in groups on threads
+    (nnz M >= 2^16), whose scattered sums are added up after."""
+    S = sp.random(400, 300, density=0.2, random_state=5, format=fmt)
+    assert S.nnz * M >= 1 << 16
+    dense_mask = S.toarray() != 0
+    for solver, params in ((nmfsc.nmf_euclidean, {}), (nmfsc.nmf_sc, {"sparseness_h": 0.5})):
+        stored = fit(solver, S, mask="stored", max_iter=15, **params)
+        dense = fit(solver, S.toarray(), mask=dense_mask, max_iter=15, **params)
+        np.testing.assert_allclose(stored.objective, dense.objective, rtol=1e-12)
+        np.testing.assert_allclose(stored.W, dense.W, rtol=1e-9, atol=1e-12)

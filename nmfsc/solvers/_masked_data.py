@@ -145,6 +145,15 @@ class MaskedDense:
         """The mean observed entry (NNDSVD's fill)."""
         return total(self.V) / self.count
 
+    def h_update_terms(self, W, H, observed):
+        """The H update's numerator and denominator, W^T (M * V) and
+        W^T (M * W H); ``observed()`` gives M * W H (cached by the caller)."""
+        return self.wtv(W), self.left(W, observed())
+
+    def w_update_terms(self, W, H, observed):
+        """The W update's (M * V) H^T and (M * W H) H^T."""
+        return self.vht(H), self.right(observed(), H)
+
     def half_squared_error(self, W, H):
         return self.half_squared(self.residual(self.product(W, H)))
 
@@ -212,3 +221,34 @@ class MaskedStored(MaskedDense):
 
     def mean(self):
         return total(self.values) / max(1, self.count)
+
+    def h_update_terms(self, W, H, observed):
+        """W^T (M * V) and W^T (M * W H) in one pass over the stored entries
+        (:func:`nmfsc._kernels.masked.stored_update_terms`); M * W H is formed
+        there, entry by entry, and ``observed`` is not called."""
+        num, den = self._update_terms(W, H, scatter=not self.csc, size=self.shape[1])
+        return np.ascontiguousarray(num.T), np.ascontiguousarray(den.T)
+
+    def w_update_terms(self, W, H, observed):
+        """(M * V) H^T and (M * W H) H^T in one pass over the stored entries."""
+        return self._update_terms(W, H, scatter=self.csc, size=self.shape[0])
+
+    def _update_terms(self, W, H, scatter, size):
+        """``(num, den)``, each ``size`` x M, of the kernel: threads over groups
+        of outer rows, each with its own sums when they scatter."""
+        V = self.raw
+        Ht = np.ascontiguousarray(H.T)
+        A, B = (Ht, W) if self.csc else (W, Ht)
+        n_outer, M = V.indptr.shape[0] - 1, W.shape[1]
+        groups = split(n_outer, threads() if V.nnz * M >= PARALLEL_STORED else 1)
+        count = len(groups) if scatter else 1
+        sums = np.zeros((count, 2, size, M))
+        calls = [
+            partial(_km.stored_update_terms, V.indptr, V.indices, self.values, A, B, a, b,
+                    scatter, sums[g if scatter else 0, 0], sums[g if scatter else 0, 1])
+            for g, (a, b) in enumerate(groups)
+        ]  # fmt: skip
+        run_groups(calls)
+        total_sums = sums.sum(axis=0) if count > 1 else sums[0]
+        dtype = np.result_type(W.dtype, H.dtype)
+        return total_sums[0].astype(dtype, copy=False), total_sums[1].astype(dtype, copy=False)

@@ -138,16 +138,15 @@ class MaskedHoyerSteps(HoyerSteps):
         return new, self.objective(W, H), reason
 
     def _h_multiplicative(self, W, H, rescale=True):
-        Y, _ = self.observed(W, H)
-        H_new, row_ss = multiplicative(H, self.data.wtv(W), self.data.left(W, Y))
+        terms = self.data.h_update_terms(W, H, lambda: self.observed(W, H)[0])
+        H_new, row_ss = multiplicative(H, *terms)
         W = W.copy()
         _k.scale_rows_to_unit_l2(H_new, W, row_ss)
         return W, H_new
 
     def _w_multiplicative(self, W, H, HHt=None):
-        Y, _ = self.observed(W, H)
-        W_new, _ = multiplicative(W, self.data.vht(H), self.data.right(Y, H))
-        return W_new
+        terms = self.data.w_update_terms(W, H, lambda: self.observed(W, H)[0])
+        return multiplicative(W, *terms)[0]
 
     def _h_projected(self, W, H, mu):
         Y, before = self.observed(W, H)
@@ -209,8 +208,8 @@ class MaskedCoefficientSteps(MaskedHoyerSteps):
         W, H = state["W"], state["H"]
         mu_h = float(state["mu_H"])
         if self.proj_h is None:
-            Y, _ = self.observed(W, H)
-            H, _ = multiplicative(H, self.data.wtv(W), self.data.left(W, Y))
+            terms = self.data.h_update_terms(W, H, lambda: self.observed(W, H)[0])
+            H, _ = multiplicative(H, *terms)
         else:
             H, mu_h = self._h_projected(W, H, mu_h)
             if H is None:
@@ -241,9 +240,10 @@ class MaskedEuclideanSteps(SquaredErrorSteps):
     def step(self, state):
         W0, H0 = state["W"], state["H"]
         data = self.data
-        Y, _ = self.observed(W0, H0)
-        H, row_ss = multiplicative(H0, data.wtv(W0), data.left(W0, Y))
-        W, _ = multiplicative(W0, data.vht(H), data.right(data.product(W0, H), H))
+        H, row_ss = multiplicative(
+            H0, *data.h_update_terms(W0, H0, lambda: self.observed(W0, H0)[0])
+        )
+        W, _ = multiplicative(W0, *data.w_update_terms(W0, H, lambda: data.product(W0, H)))
         _k.scale_rows_to_unit_l2(H, W, row_ss)
         return {"W": W, "H": H}, self.objective(W, H), None
 
