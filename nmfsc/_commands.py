@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from nmfsc._atomic import atomic_writer
+from nmfsc._missing_values import observed_entries
 from nmfsc.readers import check_n_components, read_matrix
 
 __all__ = [
@@ -199,15 +200,10 @@ def _observed(V, args):
     without --missing-values or when nothing is missing)."""
     if args.missing_values is None:
         return V, None
-    if hasattr(V, "nnz"):
-        raise CommandError(
-            f"{args.data}: --missing-values applies to dense data; a sparse file's missing "
-            "entries are its unstored ones (use nmfsc.nmf_sc(V, k, mask='stored') in Python)"
-        )
-    missing = np.isnan(V)
-    if not missing.any():
-        return V, None
-    return np.where(missing, 0.0, V), ~missing
+    try:
+        return observed_entries(V, str(args.data))
+    except (TypeError, ValueError) as error:
+        raise CommandError(str(error)) from error
 
 
 def fit_record(result, *, data, seed):

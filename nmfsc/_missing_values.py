@@ -31,7 +31,7 @@ def observed_entries(X: Any, name: str) -> tuple[Any, np.ndarray | None]:
     scipy.sparse X, negative entries, or X with no observed entry."""
     if hasattr(X, "nnz"):
         raise TypeError(
-            f"{name}: missing_values=np.nan needs dense X; for scipy.sparse X whose "
+            f"{name}: missing values (NaN) need dense data; for scipy.sparse data whose "
             "stored entries are the observed ones, use nmfsc.nmf_sc(V, k, mask='stored')"
         )
     missing = np.isnan(X)

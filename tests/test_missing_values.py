@@ -92,7 +92,7 @@ def test_masked_coefficients_ignore_the_missing_entries(X, holes):
     [
         (lambda X: np.full_like(X, np.nan), ValueError, "every entry of X is NaN"),
         (lambda X: np.where(np.isnan(X), np.nan, -X), ValueError, "Negative values"),
-        (lambda X: sp.csr_matrix(np.nan_to_num(X)), TypeError, "needs dense X"),
+        (lambda X: sp.csr_matrix(np.nan_to_num(X)), TypeError, "need dense data"),
     ],
 )
 def test_bad_input_with_missing_values(holes, make, error, match):
