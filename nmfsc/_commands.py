@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nmfsc._missing_values import observed_entries
 from nmfsc.atomic import atomic_writer, replaced_set
 from nmfsc.readers import available_memory, check_n_components, read_matrix
 
@@ -109,8 +110,9 @@ def run_compare(args):
     if not hasattr(nmfsc, "compare"):
         raise CommandError("this nmfsc has no nmfsc.compare; update nmfsc", status=1)
     methods = _methods(args.methods)
+    missing = np.nan if args.missing_values == "nan" else None
     V, image_shape, name = read_matrix(
-        args.data, key=args.key, samples_as_rows=args.samples_as_rows
+        args.data, key=args.key, samples_as_rows=args.samples_as_rows, missing_values=missing
     )
     K = args.n_components or min(DEFAULT_COMPONENTS, *V.shape)
     check_n_components(V, K, source=args.data)
@@ -124,6 +126,9 @@ def run_compare(args):
         "tol": args.tol,
         "max_time": args.max_time,
         "image_shape": tuple(args.image_shape) if args.image_shape else image_shape,
+        "holdout": args.holdout,
+        "holdout_seed": args.holdout_seed,
+        "missing_values": missing,
     }
     options = {key: value for key, value in options.items() if value is not None}
     out = args.out if args.out is not None else Path("nmfsc-compare") / _folder_name(name)
@@ -178,16 +183,19 @@ def run_fit(args):
         raise CommandError(f"--out must name an .npz file, got {str(out)!r}")
     check_writable(out)
     _write(lambda: out.parent.mkdir(parents=True, exist_ok=True), out)
+    missing = np.nan if args.missing_values == "nan" else None
     V, image_shape, name = read_matrix(
-        args.data, key=args.key, samples_as_rows=args.samples_as_rows
+        args.data, key=args.key, samples_as_rows=args.samples_as_rows, missing_values=missing
     )
     check_n_components(V, args.n_components, source=args.data)
     check_factor_memory(V, args.n_components, source=args.data)
     stopping = {"max_iter": args.max_iter, "tol": args.tol, "max_time": args.max_time}
+    V, mask = _observed(V, args)
     checkpoint = fit_checkpoint(out)
     options = {
         "sparseness_w": args.sparseness_w,
         "sparseness_h": args.sparseness_h,
+        "mask": mask,
         "solver": args.solver,
         "random_state": args.seed,
         "progress": not args.no_progress,
@@ -306,6 +314,17 @@ def check_writable(out, *, folder=False):
         except OSError as error:
             reason = error.strerror or error
             raise CommandError(f"cannot write {out}: {reason}", status=1) from error
+
+
+def _observed(V, args):
+    """V with zeros where missing, and the mask of its observed entries (None
+    without --missing-values or when nothing is missing)."""
+    if args.missing_values is None:
+        return V, None
+    try:
+        return observed_entries(V, str(args.data))
+    except (TypeError, ValueError) as error:
+        raise CommandError(str(error)) from error
 
 
 def fit_record(result, *, data, seed):

@@ -103,12 +103,13 @@ def _is_text(X: Any) -> bool:
     return np.asarray(X).dtype.kind in "SU"
 
 
-def check_input(estimator: Any, X: Any, *, reset: bool) -> Any:
+def check_input(estimator: Any, X: Any, *, reset: bool, allow_nan: bool = False) -> Any:
     """X as a non-negative float array (n_samples, n_features) for ``estimator``.
 
     float64 or float32 (kept), dense or scipy.sparse CSR / CSC (kept sparse).
     ``reset=True`` (fit) records ``n_features_in_`` (and, with scikit-learn,
     ``feature_names_in_``); ``reset=False`` checks X against them.
+    ``allow_nan``: NaN entries pass (missing values; the caller checks the rest).
     """
     name = type(estimator).__name__
     if is_dask_array(X):
@@ -120,13 +121,22 @@ def check_input(estimator: Any, X: Any, *, reset: bool) -> Any:
             "read a file with nmfsc.read_matrix first"
         )
     if HAVE_SKLEARN:
+        finite: Any = "allow-nan" if allow_nan else True
         X = validate_data(
-            estimator, X, reset=reset, dtype=[np.float64, np.float32], accept_sparse=("csr", "csc")
+            estimator,
+            X,
+            reset=reset,
+            dtype=[np.float64, np.float32],
+            accept_sparse=("csr", "csc"),
+            ensure_all_finite=finite,
         )
         check_non_negative(X, f"{name} (input X)")
         return X
     if hasattr(X, "nnz") and hasattr(X, "tocsr"):
         X, _ = check_data(X) if X.nnz else (X, None)
+    elif allow_nan and np.issubdtype(np.asarray(X).dtype, np.floating):
+        X = np.asarray(X, dtype=np.float64)
+        as_float_array(np.where(np.isnan(X), 0.0, X), "X", ndim=2)  # the other checks
     else:
         X = as_float_array(X, "X", ndim=2)
     if reset:

@@ -26,7 +26,7 @@ class DataFileError(ValueError):
     """
 
 
-def read_delimited(path, delimiter):
+def read_delimited(path, delimiter, empty_as_nan=False):
     """Read a delimited text file of numbers, skipping a header row if there is one.
 
     Parameters
@@ -35,6 +35,8 @@ def read_delimited(path, delimiter):
         The file, UTF-8 text (a byte-order mark is allowed).
     delimiter : str
         ``","`` or ``"\\t"``.
+    empty_as_nan : bool, default False
+        Read an empty cell as NaN (a missing value) instead of refusing it.
 
     Returns
     -------
@@ -70,7 +72,7 @@ def read_delimited(path, delimiter):
                 f"{_cells(width)}; every row must have the same number of cells"
             )
         try:
-            V[i] = [_number(cell) for cell in row]
+            V[i] = [_number(cell) if cell.strip() or not empty_as_nan else np.nan for cell in row]
         except ValueError:
             _raise_bad_cell(path, row, lines[i], first_row=i == 0 and not header)
     line_of = np.asarray(lines)

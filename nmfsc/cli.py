@@ -51,6 +51,7 @@ examples:
   nmfsc compare faces/ --n-components 25 --sparseness-w 0.75
   nmfsc compare counts.csv --samples-as-rows --n-components 5 --sparseness-h 0.6 \\
       --methods nmf_sc nmf_euclidean --seeds 0 1 --max-iter 500 --out results/counts
+  nmfsc compare ratings.csv --missing-values nan --holdout 0.1 --sparseness-w 0.5
 """
 
 FIT_EXAMPLE = """\
@@ -203,6 +204,22 @@ def _add_compare(commands):
     )
     _add_stopping(parser, compare)
     parser.add_argument(
+        "--holdout",
+        type=_open_fraction,
+        metavar="F",
+        help="hide a fraction F of the observed entries (the same for every method, drawn "
+        "with --holdout-seed), fit every method to the rest and report its error on them: "
+        "nmf_sc and nmf_euclidean fit the rest only, the other methods the data with the "
+        "hidden entries filled by their row's mean (default: none)",
+    )
+    parser.add_argument(
+        "--holdout-seed",
+        type=_natural,
+        metavar="SEED",
+        help=f"seed of the hidden entries' draw (default: {_default(compare, 'holdout_seed')})",
+    )
+    _add_missing_values(parser)
+    parser.add_argument(
         "--image-shape",
         nargs=2,
         type=_positive_int,
@@ -260,6 +277,7 @@ def _add_fit(commands):
         help="seed of the random start (default: 0)",
     )
     _add_stopping(parser, nmf_sc)
+    _add_missing_values(parser)
     parser.add_argument(
         "--out",
         type=Path,
@@ -278,6 +296,15 @@ def _add_data_options(parser):
         "--samples-as-rows",
         action="store_true",
         help="DATA holds one sample per row (scikit-learn's orientation): use its transpose",
+    )
+
+
+def _add_missing_values(parser):
+    parser.add_argument(
+        "--missing-values",
+        choices=["nan"],
+        help="nan: NaN entries and empty CSV cells are missing; the fit uses the observed "
+        "entries only (nmf_sc's mask) (default: none, a NaN is an error)",
     )
 
 
@@ -352,6 +379,10 @@ def _natural(text):
 
 def _fraction(text):
     return _number(text, float, lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]")
+
+
+def _open_fraction(text):
+    return _number(text, float, lambda v: 0.0 < v < 1.0, "a number strictly between 0 and 1")
 
 
 def _nonnegative_float(text):

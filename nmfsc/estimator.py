@@ -25,6 +25,7 @@ from nmfsc._estimator_base import (
     check_fitted,
     check_input,
 )
+from nmfsc._missing_values import check_missing_values, observed_entries
 from nmfsc._validation import as_float_array, check_optional_sparseness, check_positive_int
 from nmfsc.dask_backend import dask_frobenius_norm, is_dask_array
 from nmfsc.solvers.coefficients import fit_coefficients
@@ -106,6 +107,11 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         :data:`nmfsc.solvers.registry.SOLVERS`; "hoyer" is the paper's.
     progress : bool, default False
         Show a tqdm progress bar.
+    missing_values : None or np.nan, default None
+        np.nan: NaN entries of X are missing, and ``fit``, ``transform``,
+        ``fit_transform`` and ``score`` use the observed entries only (the
+        masked objective, :func:`nmfsc.nmf_sc`'s ``mask``; dense X). None:
+        NaN is an error.
 
     Attributes
     ----------
@@ -180,6 +186,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         progress: bool = False,
         init: str = "random",
         solver: str = "hoyer",
+        missing_values: float | None = None,
     ) -> None:
         self.n_components = n_components
         self.sparseness_components = sparseness_components
@@ -192,6 +199,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.progress = progress
         self.init = init
         self.solver = solver
+        self.missing_values = missing_values
 
     # --- tags (scikit-learn) -------------------------------------------------
     def __sklearn_tags__(self) -> Any:
@@ -199,6 +207,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         tags.input_tags.positive_only = True  # NMF: X must be >= 0
         tags.input_tags.sparse = True  # CSR and CSC, never made dense
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        tags.input_tags.allow_nan = self.missing_values is not None
         return tags
 
     def _more_tags(self) -> dict[str, Any]:  # scikit-learn < 1.6
@@ -266,6 +275,14 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                 )
         return {"W_init": H_arr.T, "H_init": W_arr.T}
 
+    def _checked(self, X: Any, reset: bool) -> tuple[Any, Any]:
+        """X checked, with zeros where missing, and the mask of its observed
+        entries (None when none is missing)."""
+        if not check_missing_values(self.missing_values):
+            return check_input(self, X, reset=reset), None
+        X = check_input(self, X, reset=reset, allow_nan=True)
+        return observed_entries(X, type(self).__name__)
+
     # --- fitting ----------------------------------------------------------------
     def fit_transform(
         self,
@@ -294,7 +311,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             With ``init="custom"``, the start of ``components_`` (nmf_sc's
             ``W_init.T``).
         """
-        data = check_input(self, X, reset=True)
+        data, mask = self._checked(X, reset=True)
         s_w = check_optional_sparseness(self.sparseness_components, "sparseness_components")
         s_h = check_optional_sparseness(self.sparseness_coefficients, "sparseness_coefficients")
         self._check_coefficient_samples(data, s_h)
@@ -306,6 +323,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             sparseness_h=s_h,
             solver=self._check_solver(),
             init=self.init,
+            mask=None if mask is None else mask.T,
             **self._custom_start(data, W, H),
             **self._loop_options(stop),
         )
@@ -333,9 +351,11 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.fit_transform(X, y, W=W, H=H)
         return self
 
-    def _coefficients(self, X: Any) -> tuple[NDArray[np.floating], NMFResult | None]:
-        """transform's coefficients of checked X, and the solver's result (None
-        for all-zero X, whose coefficients are zero)."""
+    def _coefficients(
+        self, X: Any, mask: Any = None
+    ) -> tuple[NDArray[np.floating], NMFResult | None]:
+        """transform's coefficients of checked X (observed where ``mask``), and
+        the solver's result (None for all-zero X, whose coefficients are zero)."""
         s_h = check_optional_sparseness(self.sparseness_coefficients, "sparseness_coefficients")
         self._check_coefficient_samples(X, s_h)
         values = X.data if hasattr(X, "nnz") else X
@@ -346,6 +366,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             X.T,
             self.components_.T,
             sparseness_h=s_h,
+            mask=None if mask is None else mask.T,
             **self._loop_options(stop),
         )
         return result.H.T, stop.relabel(result)
@@ -357,8 +378,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         class Notes for what ``sparseness_coefficients`` means here).
         """
         check_fitted(self, "components_")
-        X = check_input(self, X, reset=False)
-        return self._coefficients(X)[0]
+        return self._coefficients(*self._checked(X, reset=False))[0]
 
     def inverse_transform(self, X: ArrayLike) -> NDArray[np.floating]:
         """Data from coefficients: ``X @ components_``, shape (n_samples, n_features).
@@ -387,9 +407,8 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         folds of a cross-validation are).
         """
         check_fitted(self, "components_")
-        X = check_input(self, X, reset=False)
-        Z, result = self._coefficients(X)
-        return -_frobenius_error(X, result)
+        X, mask = self._checked(X, reset=False)
+        return -_frobenius_error(X, self._coefficients(X, mask)[1])
 
 
 def _frobenius_error(X: Any, result: NMFResult | None) -> float:

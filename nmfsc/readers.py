@@ -24,6 +24,7 @@ import numpy as np
 import scipy.io
 import scipy.sparse
 
+from nmfsc._missing_values import check_missing_values
 from nmfsc._parsers import IMAGE_SUFFIXES, DataFileError
 
 __all__ = ["DataFileError", "FORMATS", "IMAGE_SUFFIXES", "check_n_components", "read_matrix"]
@@ -39,7 +40,11 @@ FORMATS = {
 
 
 def read_matrix(
-    path: str | os.PathLike[str], *, key: str | None = None, samples_as_rows: bool = False
+    path: str | os.PathLike[str],
+    *,
+    key: str | None = None,
+    samples_as_rows: bool = False,
+    missing_values: float | None = None,
 ) -> tuple[Any, tuple[int, int] | None, str]:
     """Read and check the data matrix V stored at ``path``.
 
@@ -60,6 +65,11 @@ def read_matrix(
     samples_as_rows : bool, default False
         The file holds one sample per row (scikit-learn's orientation): V is
         its transpose. Not allowed for an image folder (an image is a column).
+    missing_values : None or np.nan, default None
+        np.nan: NaN entries, and empty cells of a .csv or .tsv file, are
+        missing values, returned as NaN (for ``mask=~np.isnan(V)``,
+        ``SparseNMF(missing_values=np.nan)`` or ``compare(missing_values=np.nan)``).
+        None: they are errors.
 
     Returns
     -------
@@ -104,8 +114,9 @@ def read_matrix(
         V, image_shape, where = read_image_folder(path)
         _check_values(V, path, where)
         return V, image_shape, path.resolve().name
-    V, where = _read_file(path, key)
-    _check_values(V, path, where)
+    missing = check_missing_values(missing_values)
+    V, where = _read_file(path, key, empty_as_nan=missing)
+    _check_values(V, path, where, allow_nan=missing)
     if samples_as_rows:
         V = V.T
     V = _as_solver_input(V)
@@ -149,7 +160,7 @@ def check_n_components(V: Any, n_components: int, *, source: str = "V") -> None:
         )
 
 
-def _read_file(path, key):
+def _read_file(path, key, empty_as_nan=False):
     """The matrix in a file (dense, or sparse as mmread gives it) and its position namer."""
     if not path.exists():
         raise DataFileError(f"cannot read {path}: no such file or folder")
@@ -174,7 +185,7 @@ def _read_file(path, key):
             return _as_matrix(scipy.io.mmread(path), path), _cell
         from nmfsc._parsers import read_delimited
 
-        return read_delimited(path, "," if suffix == ".csv" else "\t")
+        return read_delimited(path, "," if suffix == ".csv" else "\t", empty_as_nan)
     except DataFileError:
         raise
     except OSError as error:
@@ -336,8 +347,8 @@ def _as_matrix(array, source):
     return np.asarray(array, np.float64)
 
 
-def _check_values(V, source, where):
-    """Reject an empty V, NaN, infinities, negatives and all zeros.
+def _check_values(V, source, where, allow_nan=False):
+    """Reject an empty V, NaN (unless ``allow_nan``), infinities, negatives and all zeros.
 
     ``where(i, j)`` names entry (i, j) of V as the file counts it; a message
     gives how many entries are bad and the position of the first, row by row.
@@ -351,6 +362,10 @@ def _check_values(V, source, where):
     else:
         values = V.ravel()
         rows = cols = None
+    if allow_nan:
+        if np.isnan(values).all():
+            raise DataFileError(f"{source}: every entry is missing (NaN or empty)")
+        values = np.where(np.isnan(values), 0.0, values)
     for bad, what, rule in (
         (~np.isfinite(values), "NaN or infinity", "V must be finite"),
         (values < 0, "negative", "NMF needs V >= 0"),
@@ -365,7 +380,8 @@ def _check_values(V, source, where):
             )
     if not np.any(values):
         raise DataFileError(
-            f"{source}: every entry is 0 (shape {V.shape}); there is nothing to factorize"
+            f"{source}: every {'observed ' if allow_nan else ''}entry is 0 (shape {V.shape}); "
+            "there is nothing to factorize"
         )
 
 

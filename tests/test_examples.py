@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("plot_*.py"))
-REAL_DATA = {"plot_orl_sparseness_sweep.py", "plot_natural_on_off.py"}
+REAL_DATA = {"plot_orl_sparseness_sweep.py", "plot_natural_on_off.py", "plot_orl_missing_pixels.py"}
 
 
 def _tree(root):

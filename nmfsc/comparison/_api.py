@@ -8,8 +8,10 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from nmfsc._validation import check_nonneg_real, check_positive_int
+from nmfsc._missing_values import check_missing_values
+from nmfsc._validation import check_non_negative_int, check_nonneg_real, check_positive_int
 from nmfsc._version import __version__
+from nmfsc.comparison._holdout import Holdout, check_holdout, holdout_rows
 from nmfsc.comparison._methods import sklearn_available
 from nmfsc.comparison._result import Comparison
 from nmfsc.comparison._runner import check_settings, run_all
@@ -34,6 +36,9 @@ def compare(
     sparse_nmf_alpha: float = 100.0,
     progress: bool = True,
     name: str | None = None,
+    holdout: float | None = None,
+    holdout_seed: int = 0,
+    missing_values: float | None = None,
 ) -> Comparison:
     r"""Run nmf_sc and standard NMF methods side by side on ``V``, from the same starts.
 
@@ -76,6 +81,19 @@ def compare(
         A tqdm bar on stderr per run, its ETA from the iteration rate.
     name : str, optional
         Name of the data in reports (default ``"data"``).
+    holdout : float in (0, 1), optional
+        Hide this fraction of the observed entries (drawn by
+        ``numpy.random.default_rng(holdout_seed)``, the same for every method
+        and seed), fit every method to the rest, and report each run's
+        relative error on the hidden entries (``holdout_error``). ``nmf_sc``
+        and ``nmf_euclidean`` fit the training entries only (their ``mask``);
+        the other methods are fitted to V with the hidden entries filled by
+        their row's training mean (``holdout_fit``; :mod:`nmfsc.comparison._holdout`).
+        Dense V only.
+    holdout_seed : int, default 0
+    missing_values : None or np.nan, default None
+        np.nan: NaN entries of V are missing, handled as hidden entries that
+        are never scored. None: NaN is an error.
 
     Returns
     -------
@@ -88,6 +106,51 @@ def compare(
     ImportError
         A scikit-learn method without scikit-learn (docs/compare.md: an example).
     """
+    return _compare(
+        V,
+        n_components,
+        methods,
+        sparseness_w,
+        sparseness_h,
+        seeds,
+        max_iter,
+        tol,
+        max_time,
+        image_shape,
+        on_off,
+        parts,
+        sparse_nmf_alpha,
+        progress,
+        name,
+        holdout,
+        holdout_seed,
+        missing_values,
+    )
+
+
+def _compare(
+    V,
+    n_components,
+    methods,
+    sparseness_w,
+    sparseness_h,
+    seeds,
+    max_iter,
+    tol,
+    max_time,
+    image_shape,
+    on_off,
+    parts,
+    sparse_nmf_alpha,
+    progress,
+    name,
+    holdout,
+    holdout_seed,
+    missing_values,
+):
+    """The body of :func:`compare` (its arguments, in order)."""
+    split = _split(V, holdout, holdout_seed, missing_values)
+    V = V if split is None else split.filled
     V, M, methods, sw, sh, seeds, image_shape, parts, scale = check_settings(
         V, n_components, methods, sparseness_w, sparseness_h, seeds, image_shape, on_off, parts
     )
@@ -112,7 +175,11 @@ def compare(
         sparse_nmf_alpha=alpha,
         fit_options=fit_options,
         scoring=scoring,
+        method_params=split and split.method_params(),
     )
+    if split is not None:
+        rows = holdout_rows(rows, runs, split, scale)
+        settings.update(split.settings)
     return Comparison(
         rows=rows,
         runs=_in_data_units(runs, scale),
@@ -120,6 +187,17 @@ def compare(
         settings=settings,
         versions=_versions(methods),
     )
+
+
+def _split(V, holdout, holdout_seed, missing_values):
+    """The :class:`~nmfsc.comparison._holdout.Holdout` of the call, or None
+    when nothing is hidden and NaN is not a missing value."""
+    missing = check_missing_values(missing_values)
+    if holdout is None and not missing:
+        return None
+    fraction = check_holdout(holdout)
+    seed = check_non_negative_int(holdout_seed, "holdout_seed")
+    return Holdout(V, fraction, seed, missing)
 
 
 def _in_data_units(runs, scale):

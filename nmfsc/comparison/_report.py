@@ -19,6 +19,8 @@ COLUMNS = (
     ("seed", "seed", "{}"),
     ("relative_error", "rel. error", "{:.4f}"),
     ("rescaled_relative_error", "rescaled rel. error", "{:.4f}"),
+    ("holdout_error", "held-out error", "{:.4f}"),
+    ("holdout_fit", "fitted to", "{}"),
     ("sparseness_W", "sparseness W", "{:.3f}"),
     ("sparseness_H", "sparseness H", "{:.3f}"),
     ("locality", "locality", "{:.3f}"),
@@ -33,6 +35,7 @@ COLUMNS = (
 SUMMARY_KEYS = (
     "relative_error",
     "rescaled_relative_error",
+    "holdout_error",
     "sparseness_W",
     "sparseness_H",
     "locality",
@@ -112,7 +115,7 @@ def run_table(rows) -> str:
 
 def summary_table(summary, rows) -> str:
     """The per-method Markdown table: median [min - max] over seeds."""
-    columns = [c for c in _columns(rows) if c[0] not in ("seed", "stop_reason")]
+    columns = [c for c in _columns(rows) if c[0] not in ("seed", "stop_reason", "holdout_fit")]
     lines = [
         "| " + " | ".join(t for _, t, _ in columns) + " | stop |",
         "|" + "|".join("---" for _ in columns) + "|---|",

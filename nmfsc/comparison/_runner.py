@@ -204,8 +204,11 @@ def warm_up(methods, sparse_nmf_alpha, like=None):
                 solver(method).run(V, 2, random_state=0, max_iter=2, **params)
 
 
-def run_seed(V, M, seed, methods, *, nmf_sc_params, sparse_nmf_alpha, fit_options):
-    """Every method of ``methods`` from the start of ``seed``.
+def run_seed(
+    V, M, seed, methods, *, nmf_sc_params, sparse_nmf_alpha, fit_options, method_params=None
+):
+    """Every method of ``methods`` from the start of ``seed``; ``method_params``:
+    extra keywords of nmfsc's methods (e.g. a held-out mask, :mod:`._holdout`).
 
     Returns
     -------
@@ -232,7 +235,9 @@ def run_seed(V, M, seed, methods, *, nmf_sc_params, sparse_nmf_alpha, fit_option
             run = run_sklearn(V, M, start, solver=method.split("_")[1], **fit_options)
         else:
             params = _params(method, nmf_sc_params, sparse_nmf_alpha)
+            params = {**params, **(method_params or {}).get(method, {})}
             run = run_method(method, V, M, start, params=params, **fit_options)
+            run.params.pop("mask", None)  # the call's, not a setting of the method
         runs.append(run)
         by_name[method] = run
     return runs, record
@@ -250,9 +255,20 @@ def _l1_target(nmf_sc_params, nmf_sc_run):
     return factor, target
 
 
-def run_all(V, M, methods, seeds, *, nmf_sc_params, sparse_nmf_alpha, fit_options, scoring):
+def run_all(
+    V,
+    M,
+    methods,
+    seeds,
+    *,
+    nmf_sc_params,
+    sparse_nmf_alpha,
+    fit_options,
+    scoring,
+    method_params=None,
+):
     """Run every (seed, method); returns ``(rows, runs, records)`` where ``runs``
-    maps ``(method, seed)`` to its :class:`Run`."""
+    maps ``(method, seed)`` to its :class:`Run` (``method_params``: see :func:`run_seed`)."""
     warm_up(methods, sparse_nmf_alpha, like=V)
     rows, runs, records = [], {}, []
     for seed in seeds:
@@ -264,6 +280,7 @@ def run_all(V, M, methods, seeds, *, nmf_sc_params, sparse_nmf_alpha, fit_option
             nmf_sc_params=nmf_sc_params,
             sparse_nmf_alpha=sparse_nmf_alpha,
             fit_options=fit_options,
+            method_params=method_params,
         )
         for run in seed_runs:
             row = score_run(V, run, seed, **scoring)

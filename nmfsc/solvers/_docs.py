@@ -9,7 +9,7 @@ sections' text; :func:`document` fills them in.
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["DIVERGENCE_UNITS", "EUCLIDEAN_UNITS", "OPTIONS", "document"]
+__all__ = ["DIVERGENCE_UNITS", "EUCLIDEAN_UNITS", "MASK", "OPTIONS", "document"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -24,6 +24,19 @@ DATA = """\
         products, so without a copy).
     n_components : int
         M, the number of basis vectors (columns of W, rows of H)."""
+
+#: The ``mask`` parameter, after %(data)s in the solvers that take one.
+MASK = """
+    mask : bool array of V's shape, "stored" or None, default None
+        Where V was observed (True). The objective is then summed over the
+        observed entries only, :math:`\\tfrac12 \\lVert \\Omega \\odot (V - W H)
+        \\rVert_F^2`, V is divided by its largest observed entry, and the
+        unobserved entries of V are never read (they may be NaN). ``"stored"``,
+        for scipy.sparse V: the stored entries (explicit zeros included) are
+        the observed ones, and neither V nor the mask is made dense. The
+        updates are those of the unmasked solver with the masked gradient and
+        weighted multiplicative updates (:mod:`nmfsc.solvers.masked`). Not on
+        Dask arrays."""
 
 OPTIONS = """\
     init : {"random", "nndsvd", "nndsvda", "nndsvdar", "custom"}, default "random"
@@ -107,13 +120,14 @@ DIVERGENCE_UNITS = """``max(V)`` times that of the normalised problem,
         factors"""
 
 
-def document(units: str) -> Callable[[F], F]:
-    """Fill a solver's ``%(data)s``, ``%(options)s`` and ``%(returns)s``."""
+def document(units: str, mask: bool = False) -> Callable[[F], F]:
+    """Fill a solver's ``%(data)s``, ``%(options)s`` and ``%(returns)s``; with
+    ``mask``, the ``mask`` parameter follows the data's."""
 
     def decorate(func: F) -> F:
         func.__doc__ = (
             (func.__doc__ or "")
-            .replace("    %(data)s", DATA)
+            .replace("    %(data)s", DATA + (MASK if mask else ""))
             .replace("    %(options)s", OPTIONS)
             .replace("    %(returns)s", RETURNS.replace("%(units)s", units))
         )

@@ -16,10 +16,12 @@ from numpy.typing import ArrayLike
 
 from nmfsc._validation import check_optional_sparseness
 from nmfsc.solvers._loop import solve
+from nmfsc.solvers._masked_data import MaskedRun
 from nmfsc.solvers._result import NMFResult
 from nmfsc.solvers._settings import LoopOptions, LoopSettings
 from nmfsc.solvers._start import refuse_dead_components
 from nmfsc.solvers.hoyer import HoyerSteps
+from nmfsc.solvers.masked import MaskedCoefficientSteps
 
 if TYPE_CHECKING:  # typing.Unpack is Python >= 3.11; only the type checker needs it
     from typing_extensions import Unpack
@@ -64,7 +66,12 @@ class CoefficientSteps(HoyerSteps):
 
 
 def fit_coefficients(
-    V: ArrayLike, W: ArrayLike, *, sparseness_h: float | None = None, **loop: Unpack[LoopOptions]
+    V: ArrayLike,
+    W: ArrayLike,
+    *,
+    sparseness_h: float | None = None,
+    mask: ArrayLike | str | None = None,
+    **loop: Unpack[LoopOptions],
 ) -> NMFResult:
     """H for data V (N x T) with the basis W (N x M, in V's units) held fixed.
 
@@ -76,7 +83,8 @@ def fit_coefficients(
     across the T samples of *this* V -- is kept at unit L2 norm and that
     sparseness, as in nmf_sc; T must then be at least 2. ``loop`` are nmf_sc's
     loop keywords (:class:`~nmfsc.solvers._settings.LoopSettings`) except
-    W_init: the start of W is ``W``.
+    W_init: the start of W is ``W``. ``mask``: where V was observed, as in
+    :func:`nmfsc.nmf_sc` (:class:`nmfsc.solvers.masked.MaskedCoefficientSteps`).
     """
     settings = LoopSettings.from_keywords("fit_coefficients", loop)
     if settings.W_init is not None:
@@ -93,12 +101,16 @@ def fit_coefficients(
         raise ValueError(f"W must be 2-D, got an array with ndim={W.ndim}")
 
     def make_steps(Vn, M):
-        return CoefficientSteps(Vn, M, s_h)
+        return (CoefficientSteps if mask is None else MaskedCoefficientSteps)(Vn, M, s_h)
 
-    ratio = _basis_ratio(V, W, s_h)
+    ratio = _basis_ratio(V, W, s_h, mask)
     settings = dataclasses.replace(settings, W_init=W if ratio is None else W * ratio)
     params = {"sparseness_h": s_h, "fixed_W": True}
-    result = solve(make_steps, V, W.shape[1], solver_params=params, settings=settings)
+    if mask is None:
+        result = solve(make_steps, V, W.shape[1], solver_params=params, settings=settings)
+    else:
+        run = MaskedRun(mask, make_steps, V, W.shape[1], params, settings)
+        result = run.run(stacklevel=3)
     if ratio is None:
         return result
     with np.errstate(over="ignore"):
@@ -111,20 +123,22 @@ def fit_coefficients(
     return dataclasses.replace(result, W=W.astype(result.W.dtype), H=H)
 
 
-def _basis_ratio(V, W, sparseness_h):
+def _basis_ratio(V, W, sparseness_h, mask=None):
     """``max(V) / max(W)`` when the coefficients are free (no sparseness_h): the
     H step then runs with the basis at the data's scale, ``W * ratio``, and
     the coefficients are multiplied back by ``ratio`` (W H is unchanged), so a
     basis fitted at another scale (transform of data 1e-300 times smaller)
     neither overflows nor drowns in the updates' eps. With sparseness_h the
     rows of H have unit norm and cannot take a scale: None, W as given.
-    Invalid V or W: None (the checks of the run report them)."""
+    Invalid V or W: None (the checks of the run report them). With a
+    boolean ``mask``, max(V) is taken over the observed entries."""
     if sparseness_h is not None or not np.issubdtype(W.dtype, np.floating):
         return None
     try:
-        V_max = float(V.max())
+        observed = isinstance(mask, np.ndarray) and mask.dtype == np.bool_
+        V_max = float(np.max(np.asarray(V)[mask]) if observed else V.max())
         W_max = float(np.max(W))
-    except (TypeError, ValueError, AttributeError):
+    except (TypeError, ValueError, AttributeError, IndexError):
         return None
     if not (np.isfinite(V_max) and np.isfinite(W_max) and V_max > 0 and W_max > 0):
         return None

@@ -42,6 +42,7 @@ from functools import partial
 from typing import Any
 
 from nmfsc.solvers._loop import Run
+from nmfsc.solvers._masked_data import MaskedRun
 
 __all__ = [
     "IN_MEMORY",
@@ -79,6 +80,10 @@ class SolverSpec:
         None for a function without variants.
     backends : tuple of str
         The backends it runs on (:data:`IN_MEMORY` first).
+    masked_steps : type or None
+        The steps class that fits only the observed entries of V, for a call
+        with ``mask=`` (:mod:`nmfsc.solvers.masked`); None where the solver
+        does not take a mask.
     squared_error : bool
         Whether its objective is :math:`\\tfrac12\\lVert V - WH\\rVert_F^2`, so that
         its relative error is read off its objective history.
@@ -92,6 +97,7 @@ class SolverSpec:
     keywords: tuple[str, ...] = ()
     variant: str | None = None
     backends: tuple[str, ...] = (IN_MEMORY,)
+    masked_steps: type | None = None
     squared_error: bool = False
     compared: bool = True
 
@@ -146,20 +152,48 @@ def variant(name: str, solver: str) -> SolverSpec:
     raise ValueError(f"solver must be one of {allowed}; got {solver!r}")
 
 
-def run_steps(steps: type, V, n_components, *, params: dict, settings):
+def run_steps(steps: type, V, n_components, *, params: dict, settings, mask=None):
     """Run the steps class ``steps`` with its keywords ``params`` on V: on the
     backend that accepts V when the solver's entry names it, else in memory
-    (:class:`~nmfsc.solvers.framework.Run`)."""
+    (:class:`~nmfsc.solvers.framework.Run`). With a ``mask``, the entry's
+    :attr:`SolverSpec.masked_steps` run in memory on the observed entries."""
     backend = backend_for(V)
+    spec = next((s for s in _SPECS if s.steps is steps), None)
+    if mask is not None:
+        masked = _masked_steps(spec, steps, backend)
+        make_masked = partial(masked, **params)
+        return MaskedRun(mask, make_masked, V, n_components, params, settings).run(stacklevel=4)
     if backend is not None:
-        spec = next((s for s in _SPECS if s.steps is steps), None)
         if spec is not None and backend.name in spec.backends:
             return backend.run(steps, V, n_components, params, settings)
         if spec is not None and spec.variant is not None:
-            default = next(s.variant for s in _SPECS if s.name == spec.name and s.variant)
             raise ValueError(
                 f"solver={spec.variant!r} does not run on a {backend.name.capitalize()} array "
-                f"yet; use solver={default!r} (the paper's algorithm) or compute V into memory"
+                f"yet; use solver={_default_variant(spec)!r} (the paper's algorithm) or compute "
+                "V into memory"
             )
     make_steps = partial(steps, **params)
     return Run(make_steps, V, n_components, params, settings).run(stacklevel=4)
+
+
+def _default_variant(spec: SolverSpec) -> str | None:
+    """The default ``solver=`` of ``spec``'s function: its first variant."""
+    return next(s.variant for s in _SPECS if s.name == spec.name and s.variant)
+
+
+def _masked_steps(spec: SolverSpec | None, steps: type, backend: Backend | None) -> type:
+    """The steps class that runs ``steps``'s solver with a mask, or a ValueError."""
+    if backend is not None:
+        raise ValueError(
+            f"mask= does not run on a {backend.name.capitalize()} array: masks are not "
+            "supported there; compute V (and the mask) into memory, or leave mask=None"
+        )
+    if spec is not None and spec.masked_steps is not None:
+        return spec.masked_steps
+    if spec is not None and spec.variant is not None:
+        raise ValueError(
+            f"solver={spec.variant!r} does not take a mask yet; use "
+            f"solver={_default_variant(spec)!r} (the paper's algorithm) with mask=..."
+        )
+    name = spec.name if spec is not None else steps.__name__
+    raise ValueError(f"{name} does not take a mask")

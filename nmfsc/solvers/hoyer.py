@@ -357,7 +357,7 @@ class HoyerSteps(SquaredErrorSteps):
                 return None, mu, before, None
 
 
-@document(EUCLIDEAN_UNITS)
+@document(EUCLIDEAN_UNITS, mask=True)
 @takes_loop_settings
 def nmf_sc(
     V: ArrayLike,
@@ -366,6 +366,7 @@ def nmf_sc(
     sparseness_w: float | None = None,
     sparseness_h: float | None = None,
     solver: str = "hoyer",
+    mask: ArrayLike | str | None = None,
     **loop: Unpack[LoopOptions],
 ) -> NMFResult:
     r"""Non-negative matrix factorization with sparseness constraints (Hoyer 2004).
@@ -439,4 +440,4 @@ def nmf_sc(
     s_h = check_optional_sparseness(sparseness_h, "sparseness_h")
     steps = variant("nmf_sc", solver).steps  # the table: nmfsc.solvers.registry
     params = {"sparseness_w": s_w, "sparseness_h": s_h}
-    return run_steps(steps, V, n_components, params=params, settings=settings)
+    return run_steps(steps, V, n_components, params=params, settings=settings, mask=mask)

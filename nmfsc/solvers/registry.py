@@ -2,7 +2,8 @@
 
 One row (a :class:`~nmfsc.solvers.dispatch.SolverSpec`) per way of running
 a solver: the public function, its steps class, its own keywords, the
-backends it runs on, whether its objective is the squared error, and whether
+backends it runs on, its steps with a mask (missing values), whether its
+objective is the squared error, and whether
 :func:`nmfsc.compare` offers it. Everything that lists solvers reads this
 table: the solver functions' ``solver=`` dispatch, :func:`nmfsc.compare`,
 the ``nmfsc`` command line, :class:`nmfsc.SparseNMF` and ``reproduce``
@@ -20,6 +21,7 @@ from __future__ import annotations
 from nmfsc.solvers.accelerated import AcceleratedSteps
 from nmfsc.solvers.dispatch import IN_MEMORY, SolverSpec, install, solver_specs
 from nmfsc.solvers.hoyer import HoyerSteps, nmf_sc
+from nmfsc.solvers.masked import MaskedEuclideanSteps, MaskedHoyerSteps
 from nmfsc.solvers.penalized import LiuSparseSteps, LocalSteps, local_nmf, sparse_nmf
 from nmfsc.solvers.standard import DivergenceSteps, EuclideanSteps, nmf_divergence, nmf_euclidean
 
@@ -27,6 +29,7 @@ __all__ = [
     "DASK",
     "SOLVERS",
     "compared_solvers",
+    "masked_solvers",
     "solver",
     "variants",
 ]
@@ -45,6 +48,7 @@ SOLVERS: tuple[SolverSpec, ...] = (
         SPARSENESS,
         variant="hoyer",
         backends=(IN_MEMORY, DASK),
+        masked_steps=MaskedHoyerSteps,
         squared_error=True,
     ),
     SolverSpec(
@@ -61,6 +65,7 @@ SOLVERS: tuple[SolverSpec, ...] = (
         nmf_euclidean,
         EuclideanSteps,
         backends=(IN_MEMORY, DASK),
+        masked_steps=MaskedEuclideanSteps,
         squared_error=True,
     ),
     SolverSpec("nmf_divergence", nmf_divergence, DivergenceSteps),
@@ -87,3 +92,12 @@ def variants(function) -> tuple[str, ...]:
 def compared_solvers() -> tuple[str, ...]:
     """The names :func:`nmfsc.compare` runs, in table order."""
     return tuple(dict.fromkeys(s.name for s in solver_specs() if s.compared))
+
+
+def masked_solvers() -> tuple[str, ...]:
+    """The names of the public solvers that take ``mask=`` (their default
+    variant has masked steps), in table order."""
+    defaults: dict[str, SolverSpec] = {}
+    for spec in solver_specs():
+        defaults.setdefault(spec.name, spec)  # the first row of a name: its default variant
+    return tuple(name for name, spec in defaults.items() if spec.masked_steps is not None)

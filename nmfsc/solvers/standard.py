@@ -125,9 +125,15 @@ class DivergenceSteps(QuotientSteps):
         return {"W": W, "H": H}, self._evaluate(W, H), None
 
 
-@document(EUCLIDEAN_UNITS)
+@document(EUCLIDEAN_UNITS, mask=True)
 @takes_loop_settings
-def nmf_euclidean(V: ArrayLike, n_components: int, **loop: Unpack[LoopOptions]) -> NMFResult:
+def nmf_euclidean(
+    V: ArrayLike,
+    n_components: int,
+    *,
+    mask: ArrayLike | str | None = None,
+    **loop: Unpack[LoopOptions],
+) -> NMFResult:
     r"""Standard NMF with the Euclidean objective (Lee & Seung 2001).
 
     Minimises :math:`E = \tfrac12 \lVert V - W H \rVert_F^2` over
@@ -162,7 +168,7 @@ def nmf_euclidean(V: ArrayLike, n_components: int, **loop: Unpack[LoopOptions]) 
     constraints", JMLR 5:1457-1469, 2004 (nmfpack's nmfmse).
     """
     settings = LoopSettings.from_keywords("nmf_euclidean", loop)
-    return run_steps(EuclideanSteps, V, n_components, params={}, settings=settings)
+    return run_steps(EuclideanSteps, V, n_components, params={}, settings=settings, mask=mask)
 
 
 @document(DIVERGENCE_UNITS)

@@ -1,0 +1,286 @@
+r"""The data of a masked run: V observed only where a mask is true, and the
+products the masked solvers take of it (:mod:`nmfsc.solvers.masked`).
+
+The objective is :math:`E(W, H) = \tfrac12 \lVert \Omega \odot (\tilde V - W H)
+\rVert_F^2` with :math:`\Omega` the mask (1 where V was observed) and
+:math:`\tilde V = \Omega \odot V / s`, :math:`s` the largest observed entry.
+The masked solvers ask a data object for
+
+=====================================  ==========================================
+``product(W, H)``                      :math:`Y = \Omega \odot (W H)`
+``residual(Y)``                        :math:`R = Y - \tilde V` (zero where unobserved)
+``half_squared(R)``                    :math:`\tfrac12 \lVert R \rVert_F^2`, in float64
+``left(W, X)``, ``right(X, H)``        :math:`W^T X` (M x T), :math:`X H^T` (N x M)
+``right_rows(H, X)``                   :math:`H X^T` (M x N, C-contiguous)
+``wtv(W)``, ``vht(H)``                 :math:`W^T \tilde V`, :math:`\tilde V H^T`
+=====================================  ==========================================
+
+where X is an "observed" matrix (Y, R or :math:`\tilde V`). Two kinds
+(:func:`open_masked` picks):
+
+:class:`MaskedDense` -- a dense V and a boolean mask of its shape. V's
+unobserved entries are never read (they may be NaN): :math:`\tilde V` is a
+copy with zeros there. Y and R are N x T arrays.
+
+:class:`MaskedStored` -- a scipy.sparse CSR or CSC V with ``mask="stored"``:
+the stored entries (explicit zeros included) are the observed ones. Y and R
+are sparse matrices sharing V's indices; :math:`Y` is formed at the stored
+entries alone by a Numba kernel (:func:`nmfsc._kernels.masked.stored_product`,
+O(nnz M)), and neither V nor the mask is ever made dense: the memory beyond
+the factors is O(nnz).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import partial
+
+import numpy as np
+
+from nmfsc._kernels import masked as _km
+from nmfsc._threads import run_groups, split, threads
+from nmfsc._validation import check_data, reject_masked
+from nmfsc.solvers._data import inner, is_sparse, total
+from nmfsc.solvers._loop import Run
+from nmfsc.solvers.checkpoint import fingerprint
+
+__all__ = ["MaskedDense", "MaskedStored", "open_masked"]
+
+#: A stored product of at least this many entries runs on all threads.
+PARALLEL_STORED = 1 << 16
+
+
+def open_masked(V, mask):
+    """``(data, scale)`` of V observed where ``mask`` says; every check of a
+    masked call is here, each refusal one line naming the problem."""
+    reject_masked(V, "V")
+    if isinstance(mask, str):
+        if mask != "stored":
+            raise ValueError(f"mask must be a boolean array or 'stored', got {mask!r}")
+        if not is_sparse(V):
+            raise ValueError(
+                "mask='stored' needs a scipy.sparse V (its stored entries are the observed "
+                "ones); for a dense V pass a boolean array of V's shape"
+            )
+        V, scale = check_data(V)
+        return MaskedStored(V, scale), scale
+    if is_sparse(V):
+        raise ValueError(
+            "a scipy.sparse V takes mask='stored' (observed = its stored entries); "
+            "a boolean mask would make it dense: pass V.toarray() with that mask instead"
+        )
+    if is_sparse(mask):
+        raise TypeError("mask must be a dense boolean array (or 'stored' for a sparse V)")
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise TypeError(
+            f"mask must be a boolean array (True where V was observed), got dtype {mask.dtype}"
+        )
+    values = np.asanyarray(V)
+    if mask.shape != values.shape:
+        raise ValueError(f"mask must have V's shape {values.shape}, got {mask.shape}")
+    if not mask.any():
+        raise ValueError("mask has no observed entry (it is all False): there is nothing to fit")
+    numeric = np.issubdtype(values.dtype, np.number) or values.dtype == np.bool_
+    if numeric and values.dtype not in (np.float32, np.float64):
+        values = values.astype(np.float64)
+    observed = np.where(mask, values, 0) if numeric else values  # else: check_data's TypeError
+    try:
+        observed, scale = check_data(observed)
+    except ValueError as err:
+        raise ValueError(f"{err} (checked at the observed entries only)") from None
+    return MaskedDense(observed, mask, scale), scale
+
+
+def _digest(*parts):
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(np.ascontiguousarray(part).data)
+    return digest.hexdigest()
+
+
+class MaskedDense:
+    """Dense V with a boolean mask (module docstring)."""
+
+    sparse = False
+
+    def __init__(self, observed, mask, scale):
+        self.mask = np.ascontiguousarray(mask)
+        self.scale = scale
+        self.V = observed / scale  # a new array: zeros where unobserved
+        self.shape, self.dtype = self.V.shape, self.V.dtype
+        self.vv = inner(self.V, self.V)
+        self.count = int(np.count_nonzero(self.mask))
+
+    def fingerprint(self):
+        """The checkpoint's data fingerprint: V's observed values and the mask."""
+        return f"{fingerprint(self.V * self.scale)}:mask:{_digest(self.mask)[:32]}"
+
+    def product(self, W, H):
+        Y = W @ H
+        np.multiply(Y, self.mask, out=Y)
+        return Y
+
+    def residual(self, Y):
+        return Y - self.V
+
+    def half_squared(self, R):
+        return 0.5 * inner(R, R)
+
+    def left(self, W, X):
+        return W.T @ X
+
+    def right(self, X, H):
+        return X @ H.T
+
+    def right_rows(self, H, X):
+        return H @ X.T
+
+    def wtv(self, W):
+        return W.T @ self.V
+
+    def vht(self, H):
+        return self.V @ H.T
+
+    def mean(self):
+        """The mean observed entry (NNDSVD's fill)."""
+        return total(self.V) / self.count
+
+    def h_update_terms(self, W, H, observed):
+        """The H update's numerator and denominator, W^T (M * V) and
+        W^T (M * W H); ``observed()`` gives M * W H (cached by the caller)."""
+        return self.wtv(W), self.left(W, observed())
+
+    def w_update_terms(self, W, H, observed):
+        """The W update's (M * V) H^T and (M * W H) H^T."""
+        return self.vht(H), self.right(observed(), H)
+
+    def half_squared_error(self, W, H):
+        return self.half_squared(self.residual(self.product(W, H)))
+
+    def relative_error(self, W, H):
+        """``||mask * (V - W H)||_F / ||mask * V||_F`` (W in V / s's units)."""
+        return float(np.sqrt(max(0.0, 2.0 * self.half_squared_error(W, H) / self.vv)))
+
+
+class MaskedStored(MaskedDense):
+    """scipy.sparse V whose stored entries are the observed ones (module docstring)."""
+
+    sparse = True
+
+    def __init__(self, V, scale):
+        self.raw = V
+        self.scale = scale
+        self.csc = V.format == "csc"
+        self.shape, self.dtype = V.shape, V.dtype
+        self.values = V.data / scale  # V / s at the stored entries, O(nnz)
+        self.V_sparse = self.with_values(self.values)
+        self.vv = inner(self.values.reshape(1, -1), self.values.reshape(1, -1))
+        self.count = V.nnz
+
+    def fingerprint(self):
+        return f"{fingerprint(self.raw)}:stored"
+
+    def with_values(self, values):
+        """A sparse matrix of V's pattern (indices shared, not copied) holding ``values``."""
+        V = self.raw
+        return type(V)((values, V.indices, V.indptr), shape=V.shape, copy=False)
+
+    def product(self, W, H):
+        """W H at the stored entries, by threads over groups of outer rows."""
+        V = self.raw
+        out = np.empty(V.nnz, dtype=np.result_type(W.dtype, H.dtype))
+        Ht = np.ascontiguousarray(H.T)
+        A, B = (Ht, W) if self.csc else (W, Ht)
+        n_outer = V.indptr.shape[0] - 1
+        groups = threads() if V.nnz * W.shape[1] >= PARALLEL_STORED else 1
+        kernel = partial(_km.stored_product, V.indptr, V.indices, A, B)
+        run_groups([partial(kernel, a, b, out) for a, b in split(n_outer, groups)])
+        return self.with_values(out)
+
+    def residual(self, Y):
+        return self.with_values(Y.data - self.values)
+
+    def half_squared(self, R):
+        values = R.data.reshape(1, -1)
+        return 0.5 * inner(values, values)
+
+    def left(self, W, X):
+        return np.ascontiguousarray((X.T @ W).T)
+
+    def right(self, X, H):
+        return np.asarray(X @ H.T)
+
+    def right_rows(self, H, X):
+        return np.ascontiguousarray(self.right(X, H).T)
+
+    def wtv(self, W):
+        return self.left(W, self.V_sparse)
+
+    def vht(self, H):
+        return self.right(self.V_sparse, H)
+
+    def mean(self):
+        return total(self.values) / max(1, self.count)
+
+    def h_update_terms(self, W, H, observed):
+        """W^T (M * V) and W^T (M * W H) in one pass over the stored entries
+        (:func:`nmfsc._kernels.masked.stored_update_terms`); M * W H is formed
+        there, entry by entry, and ``observed`` is not called."""
+        num, den = self._update_terms(W, H, scatter=not self.csc, size=self.shape[1])
+        return np.ascontiguousarray(num.T), np.ascontiguousarray(den.T)
+
+    def w_update_terms(self, W, H, observed):
+        """(M * V) H^T and (M * W H) H^T in one pass over the stored entries."""
+        return self._update_terms(W, H, scatter=self.csc, size=self.shape[0])
+
+    def _update_terms(self, W, H, scatter, size):
+        """``(num, den)``, each ``size`` x M, of the kernel: threads over groups
+        of outer rows, each with its own sums when they scatter."""
+        V = self.raw
+        Ht = np.ascontiguousarray(H.T)
+        A, B = (Ht, W) if self.csc else (W, Ht)
+        n_outer, M = V.indptr.shape[0] - 1, W.shape[1]
+        groups = split(n_outer, threads() if V.nnz * M >= PARALLEL_STORED else 1)
+        count = len(groups) if scatter else 1
+        sums = np.zeros((count, 2, size, M))
+        calls = [
+            partial(
+                _km.stored_update_terms,
+                V.indptr,
+                V.indices,
+                self.values,
+                A,
+                B,
+                a,
+                b,
+                scatter,
+                sums[g if scatter else 0, 0],
+                sums[g if scatter else 0, 1],
+            )
+            for g, (a, b) in enumerate(groups)
+        ]
+        run_groups(calls)
+        total_sums = sums.sum(axis=0) if count > 1 else sums[0]
+        dtype = np.result_type(W.dtype, H.dtype)
+        return total_sums[0].astype(dtype, copy=False), total_sums[1].astype(dtype, copy=False)
+
+
+class MaskedRun(Run):
+    """A :class:`~nmfsc.solvers._loop.Run` on masked data: the data and the
+    checkpoint's fingerprint (V's observed values and the mask) are the mask's.
+
+    ``MaskedRun(mask, make_steps, V, n_components, solver_params, settings)``;
+    ``make_steps`` builds a masked steps class (:mod:`nmfsc.solvers.masked`).
+    """
+
+    def __init__(self, mask, *args):
+        self.mask = mask
+        super().__init__(*args)
+
+    def open_data(self, V):
+        self.data, self.scale = open_masked(V, self.mask)
+        self.V = None  # never used: every product is the data object's
+
+    def fingerprint(self):
+        return self.data.fingerprint()

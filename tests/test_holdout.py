@@ -1,0 +1,145 @@
+"""compare(holdout=..., missing_values=...) and the command line's --holdout and
+--missing-values (issue 34)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import nmfsc
+from nmfsc.cli import main
+from nmfsc.readers import DataFileError, read_matrix
+
+pytestmark = pytest.mark.filterwarnings("ignore::nmfsc.ConvergenceWarning")
+
+
+@pytest.fixture
+def low_rank():
+    rng = np.random.default_rng(0)
+    return rng.random((30, 4)) @ rng.random((4, 24))
+
+
+def run(V, **kw):
+    kw = {"sparseness_w": 0.2, "seeds": (0,), "max_iter": 300, "progress": False, **kw}
+    return nmfsc.compare(V, 4, **kw)
+
+
+def test_holdout_hides_the_same_entries_for_every_method(low_rank):
+    methods = ["nmf_sc", "nmf_euclidean", "nmf_divergence"]
+    result = run(low_rank, methods=methods, holdout=0.2, seeds=(0, 1))
+    rows = result.rows
+    assert {r["holdout_fit"] for r in rows if r["method"] in ("nmf_sc", "nmf_euclidean")} == {
+        "masked"
+    }
+    assert {r["holdout_fit"] for r in rows if r["method"] == "nmf_divergence"} == {"row means"}
+    # the column is each run's relative error on the hidden entries, recomputed here
+    from nmfsc.comparison._holdout import Holdout
+
+    split = Holdout(low_rank, 0.2, 0, missing=False)
+    assert split.hidden.sum() == round(0.2 * low_rank.size)
+    for row in rows:
+        run_ = result.runs[(row["method"], row["seed"])]
+        WH = run_.W @ run_.H
+        expected = np.linalg.norm((WH - low_rank)[split.hidden]) / np.linalg.norm(
+            low_rank[split.hidden]
+        )
+        assert row["holdout_error"] == pytest.approx(expected, rel=1e-9)
+    assert result.settings["holdout"] == 0.2
+
+
+def test_masked_fit_predicts_hidden_low_rank_entries(low_rank):
+    """Low-rank data, 30 % hidden: the masked fit's held-out error is at most half
+    that of filling the holes with row means and fitting the filled matrix."""
+    from nmfsc.comparison._holdout import Holdout
+
+    result = run(low_rank, methods=["nmf_euclidean"], holdout=0.3, max_iter=3000, tol=1e-7)
+    masked = result.rows[0]["holdout_error"]
+    split = Holdout(low_rank, 0.3, 0, missing=False)
+    filled = nmfsc.nmf_euclidean(split.filled, 4, random_state=0, max_iter=3000, tol=1e-7)
+    WH = filled.W @ filled.H
+    plain = np.linalg.norm((WH - low_rank)[split.hidden]) / np.linalg.norm(low_rank[split.hidden])
+    assert masked <= 0.5 * plain
+
+
+def test_holdout_is_seeded(low_rank):
+    a = run(low_rank, methods=["nmf_euclidean"], holdout=0.1)
+    b = run(low_rank, methods=["nmf_euclidean"], holdout=0.1)
+    c = run(low_rank, methods=["nmf_euclidean"], holdout=0.1, holdout_seed=1)
+    assert a.rows[0]["holdout_error"] == b.rows[0]["holdout_error"]
+    assert a.rows[0]["holdout_error"] != c.rows[0]["holdout_error"]
+
+
+def test_missing_values_are_neither_fitted_nor_scored(low_rank):
+    holes = low_rank.copy()
+    holes[np.random.default_rng(9).random(holes.shape) < 0.1] = np.nan
+    result = run(holes, methods=["nmf_sc"], missing_values=np.nan, holdout=0.1)
+    assert np.isfinite(result.rows[0]["holdout_error"])
+    with pytest.raises(ValueError, match="NaN"):
+        run(holes, methods=["nmf_sc"])
+
+
+@pytest.mark.parametrize(
+    ("holdout", "error", "match"),
+    [(0.0, ValueError, "strictly between 0 and 1"), (1.0, ValueError, "strictly"),
+     ("0.1", TypeError, "fraction")],
+)  # fmt: skip
+def test_bad_holdout_is_refused(low_rank, holdout, error, match):
+    with pytest.raises(error, match=match):
+        run(low_rank, methods=["nmf_sc"], holdout=holdout)
+
+
+def test_holdout_report_has_the_column(low_rank, tmp_path):
+    result = run(low_rank, methods=["nmf_sc", "nmf_euclidean"], holdout=0.1)
+    assert "held-out error" in result.to_markdown()
+    assert "holdout_error" in result.to_csv().splitlines()[0]
+
+
+# --- the command line -----------------------------------------------------------
+@pytest.fixture
+def csv_with_holes(tmp_path, low_rank):
+    lines = []
+    for i, row in enumerate(low_rank):
+        cells = [f"{v:.6f}" for v in row]
+        cells[i % len(cells)] = ""  # one empty cell per row
+        lines.append(",".join(cells))
+    path = tmp_path / "holes.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_read_matrix_reads_empty_cells_as_missing(csv_with_holes):
+    V, _, _ = read_matrix(csv_with_holes, missing_values=np.nan)
+    assert np.isnan(V).sum() == V.shape[0]
+    with pytest.raises(DataFileError, match="empty cell"):
+        read_matrix(csv_with_holes)
+
+
+def test_cli_fit_with_missing_values(csv_with_holes, tmp_path, capsys):
+    out = tmp_path / "fit.npz"
+    argv = [str(csv_with_holes), "-k", "3", "--missing-values", "nan", "--no-progress"]
+    assert main(["fit", *argv, "--max-iter", "200", "--out", str(out)]) == 0
+    with np.load(out) as saved:
+        record = json.loads(str(saved["record"]))
+        assert np.all(np.isfinite(saved["W"]))
+    assert record["relative_error"] < 0.2
+    assert main(["fit", *argv[:3], "--no-progress", "--out", str(out)]) != 0
+    assert "empty cell" in capsys.readouterr().err
+
+
+def test_cli_compare_with_holdout(csv_with_holes, tmp_path, capsys):
+    argv = ["compare", str(csv_with_holes), "-k", "3", "--missing-values", "nan",
+            "--holdout", "0.1", "--sparseness-w", "0.3", "--methods", "nmf_sc",
+            "nmf_euclidean", "--seeds", "0", "--max-iter", "100", "--no-progress",
+            "--out", str(tmp_path / "cmp")]  # fmt: skip
+    assert main(argv) == 0
+    assert "held-out error" in capsys.readouterr().out
+    report = json.loads((tmp_path / "cmp" / "report.json").read_text())
+    assert report["settings"]["holdout"] == 0.1
+    assert all(row["holdout_error"] is not None for row in report["rows"])
+
+
+@pytest.mark.parametrize("value", ["0", "1", "x"])
+def test_cli_bad_holdout(csv_with_holes, value, capsys):
+    argv = ["compare", str(csv_with_holes), "--holdout", value, "--missing-values", "nan"]
+    assert main(argv) == 2
+    assert "--holdout" in capsys.readouterr().err
