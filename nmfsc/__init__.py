@@ -15,6 +15,7 @@ from nmfsc.scores import locality, orientation, sparseness_summary, summarize_sc
 from nmfsc.solvers import (
     CheckpointMismatchError,
     ConvergenceWarning,
+    DegenerateFitWarning,
     NMFResult,
     local_nmf,
     nmf_divergence,
@@ -34,6 +35,7 @@ __all__ = [
     "Comparison",
     "ConvergenceWarning",
     "DataFileError",
+    "DegenerateFitWarning",
     "NMFResult",
     "SparseNMF",
     "compare",

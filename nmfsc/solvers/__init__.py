@@ -16,7 +16,12 @@ sections), ``_result`` (the result and warning). The input checks are in
 :mod:`nmfsc._validation`.
 """
 
-from nmfsc.solvers._result import ConvergenceWarning, IterationState, NMFResult
+from nmfsc.solvers._result import (
+    ConvergenceWarning,
+    DegenerateFitWarning,
+    IterationState,
+    NMFResult,
+)
 from nmfsc.solvers.checkpoint import CheckpointMismatchError
 from nmfsc.solvers.hoyer import nmf_sc
 from nmfsc.solvers.penalized import local_nmf, sparse_nmf
@@ -25,6 +30,7 @@ from nmfsc.solvers.standard import nmf_divergence, nmf_euclidean
 __all__ = [
     "CheckpointMismatchError",
     "ConvergenceWarning",
+    "DegenerateFitWarning",
     "IterationState",
     "NMFResult",
     "local_nmf",

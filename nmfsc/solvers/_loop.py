@@ -45,7 +45,12 @@ import numpy as np
 
 from nmfsc._validation import check_data, check_positive_int
 from nmfsc.solvers._data import ScaledData, make_data
-from nmfsc.solvers._result import ConvergenceWarning, IterationState, NMFResult
+from nmfsc.solvers._result import (
+    ConvergenceWarning,
+    DegenerateFitWarning,
+    IterationState,
+    NMFResult,
+)
 from nmfsc.solvers._start import fresh_start, start_description
 from nmfsc.solvers.checkpoint import (
     check_checkpoint_path,
@@ -55,7 +60,7 @@ from nmfsc.solvers.checkpoint import (
 )
 from nmfsc.sparseness import sparseness_or_nan
 
-__all__ = ["Run", "Steps", "progress_bar", "solve", "tol_reached"]
+__all__ = ["Run", "Steps", "degenerate_counts", "progress_bar", "solve", "tol_reached"]
 
 _WARN_HINT = {
     "max_iter": "max_iter={max_iter} reached; raise max_iter (or loosen tol={tol}) "
@@ -78,6 +83,9 @@ class Steps:
     """
 
     name = "?"
+    #: What to suggest when a fit leaves dead samples or unused components
+    #: (:class:`DegenerateFitWarning`); None: count them, do not warn.
+    degenerate_hint: str | None = None
     #: The objective of V / s is s**-power times the objective of V.
     objective_power = 2
     #: The scalar entries of a state besides W and H (step sizes, each > 0).
@@ -231,6 +239,7 @@ class Run:
         stop = self.iterate()
         self.finish()
         result = self.result(stop)  # before the warning: an error here must not be lost behind it
+        self.warn_if_degenerate(result, stacklevel + 1)
         if stop in _WARN_HINT:
             s = self.settings
             hint = _WARN_HINT[stop].format(max_iter=s.max_iter, tol=s.tol, max_time=s.max_time)
@@ -241,6 +250,28 @@ class Run:
                 stacklevel=stacklevel,
             )
         return result
+
+    def warn_if_degenerate(self, result, stacklevel):
+        """A :class:`DegenerateFitWarning` when the solver has a hint for it and
+        the result has dead samples or unused components."""
+        hint = self.steps.degenerate_hint
+        dead, unused = result.dead_samples or 0, result.unused_components
+        if hint is None or not (dead or unused):
+            return
+        T = self.shape[2]
+        what = [f"{dead} of {T} samples with all-zero coefficients (columns of H)"] if dead else []
+        if unused:
+            what.append(f"{unused} of {self.shape[1]} components unused (zero in W or H)")
+        warnings.warn(
+            f"{self.steps.name} left {' and '.join(what)} after {result.n_iter} iterations "
+            f"(stop: {result.stop_reason}); {hint}",
+            DegenerateFitWarning,
+            stacklevel=stacklevel,
+        )
+
+    def data_columns(self, columns):
+        """V's ``columns`` (indices), dense or scipy.sparse."""
+        return self.V[:, columns]
 
     def start_or_resume(self):
         """The committed iterate and histories: from the checkpoint when resuming
@@ -361,8 +392,15 @@ class Run:
         """The :class:`NMFResult` of the committed iterate, in V's units."""
         state, iteration = self.committed
         s = self.settings
+        factors = self.final_factors(state)
+        dead, unused = degenerate_counts(factors["W"], factors["H"], self.data_columns)
+        if self.params.get("sparseness_h") is not None:
+            dead = None  # H's zeros are the constraint's: with few non-zeros per row, it must
+            # leave samples at zero, so a zero column is no sign of a stall
         return NMFResult(
-            **self.final_factors(state),
+            **factors,
+            dead_samples=dead,
+            unused_components=unused,
             objective=np.array(self.history),
             times=np.array(self.times),
             n_iter=iteration,
@@ -433,6 +471,32 @@ def in_data_units(W_normalised, scale, *, in_place):
             "power of ten (e.g. 1e10) and multiply W by it afterwards"
         )
     return W
+
+
+def degenerate_counts(W, H, data_columns):
+    r"""``(dead_samples, unused_components)`` of a fit (see :class:`NMFResult`).
+
+    A dead sample j has an all-zero column of H although the fit would gain by
+    giving it coefficients: :math:`(W^T V)_{:j}` has a positive entry, so the
+    gradient of :math:`\tfrac12\lVert V - WH\rVert_F^2` in :math:`H_{:j}` is
+    negative somewhere (a column of V that no basis vector touches is rightly
+    left at zero and not counted). ``data_columns(indices)`` gives those
+    columns of V (dense or scipy.sparse; only the all-zero columns of H are
+    read). An unused component has an all-zero column of W or row of H.
+    ``dead_samples`` is None when H is not a NumPy array (a Dask array: not
+    counted).
+    """
+    unused_w = ~np.any(W != 0, axis=0)
+    if not isinstance(H, np.ndarray):
+        return None, int(np.count_nonzero(unused_w))
+    unused = unused_w | ~np.any(H != 0, axis=1)
+    zero_columns = np.flatnonzero(~np.any(H != 0, axis=0))
+    dead = 0
+    for start in range(0, zero_columns.size, 1024):  # a block of V's columns at a time
+        part = data_columns(zero_columns[start : start + 1024])
+        gain = np.asarray(part.T @ W)  # (W^T V)^T for these columns, sparse V too
+        dead += int(np.count_nonzero(np.any(gain > 0, axis=1)))
+    return dead, int(np.count_nonzero(unused))
 
 
 def _show_progress(bar, history):

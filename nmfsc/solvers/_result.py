@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["ConvergenceWarning", "NMFResult", "IterationState"]
+__all__ = ["ConvergenceWarning", "DegenerateFitWarning", "NMFResult", "IterationState"]
 
 
 class ConvergenceWarning(UserWarning):
@@ -14,6 +14,23 @@ class ConvergenceWarning(UserWarning):
 
     Given for the stop reasons ``"max_iter"``, ``"max_time"`` and
     ``"interrupted"``; the message names the limit and how to raise it.
+    """
+
+
+class DegenerateFitWarning(UserWarning):
+    """A fit left samples with all-zero coefficients or components unused.
+
+    A dead sample is a column of V whose column of H is all zero (``W H`` is
+    zero there) although some basis vector overlaps it (:math:`W^T v_j` has a
+    positive entry, so a coefficient would lower the error); a component whose
+    column of W or row of H is all zero adds nothing to the fit. With
+    multiplicative updates (nmf_sc's unconstrained factor, and the projection's
+    zeros for a very sparse target) a zero never moves again, so such a fit can
+    stop "converged" far above the optimum. The message names how many; for
+    ``nmf_sc(solver="hoyer")`` it suggests ``solver="accelerated"`` (block
+    coordinate descent, which can revive a zero row or column). The counts are
+    also in :attr:`NMFResult.dead_samples` and
+    :attr:`NMFResult.unused_components`.
     """
 
 
@@ -68,6 +85,16 @@ class NMFResult:
     relative_error : float
         ``||V - W H||_F / ||V||_F``, computed on the normalised data (the same
         number, finite at any scale of V).
+    dead_samples : int or None
+        Samples whose coefficients (column of H) are all zero although a
+        basis vector overlaps them (a positive entry of :math:`W^T v_j`: a
+        coefficient would lower the error); the fit does not represent them.
+        None when not counted: a Dask array H, or nmf_sc with ``sparseness_h``
+        (H's zeros are then the constraint's: rows with few non-zeros must
+        leave some samples at zero).
+    unused_components : int
+        Components whose column of W or row of H is all zero. nmf_sc warns
+        with :class:`DegenerateFitWarning` when either count is above zero.
     """
 
     W: np.ndarray
@@ -85,6 +112,8 @@ class NMFResult:
     objective_units: str = "V"
     step_sizes: tuple | None = None
     relative_error: float = float("nan")
+    dead_samples: int | None = 0
+    unused_components: int = 0
 
     def __repr__(self):
         N, M = self.W.shape
