@@ -21,7 +21,11 @@ were made. Every fit is a full run from the shared start with the same
 ``max_iter``/``tol``. An L1 penalty only makes a factor sparser, so when the
 unpenalised fit is already sparser than :math:`s^* + 0.01` no weight can match
 it; the row then says so (``matched`` false and a ``note``) and shows the
-closest fit found.
+closest fit found. When the unpenalised fit already matches, the note says
+that the row is that fit (no penalty was needed). Every fit runs to nmfsc's
+stopping rule (:func:`nmfsc.comparison._methods.run_sklearn`), so the
+sparseness found for a weight is that of a converged fit, not of one stopped
+by scikit-learn's own, looser rule after a few iterations.
 """
 
 from __future__ import annotations
@@ -113,6 +117,11 @@ def matched_l1(V, n_components, start, *, factor, target, fit_options, plain=Non
         _search(fit, tried, target)
     alpha, value, run = min(tried, key=lambda t: abs(t[1] - target))
     matched = abs(value - target) <= TOLERANCE
+    if matched and alpha == 0.0:
+        note = (
+            f"matched without a penalty: unpenalised scikit-learn NMF is already as sparse "
+            f"({value:.3f}) as nmf_sc ({target:.3f}); this row is the sklearn_cd fit"
+        )
     if not matched and not note:
         note = (
             f"not matched: closest mean sparseness {value:.3f} (alpha {alpha:.3g}) "

@@ -11,6 +11,10 @@ Scores of one run (V is N x T, W is N x M, H is M x T):
   term on H) has a large :math:`e` although :math:`c^* WH` fits well;
 - mean Hoyer sparseness of W's columns and of H's rows (all-zero components
   left out and counted in ``zero_components``);
+- ``dead_samples``: samples whose column of H is all zero although the fit
+  would gain by giving them coefficients (see
+  :func:`nmfsc.solvers._loop.degenerate_counts` and
+  :class:`nmfsc.DegenerateFitWarning`);
 - with ``image_shape``: mean :func:`nmfsc.locality` of the basis images, or
   with ``on_off=True`` the mean :func:`nmfsc.orientation` of the ON-minus-OFF
   filters;
@@ -40,15 +44,18 @@ from nmfsc.comparison._errors import relative_error, rescaled_error
 from nmfsc.comparison._matched import matched_l1
 from nmfsc.comparison._methods import (
     METHODS,
+    NMFSC_METHODS,
     SKLEARN_METHODS,
     available_methods,
     run_method,
     run_sklearn,
     sklearn_available,
+    solver_call,
     starting_point,
 )
 from nmfsc.scores import locality, orientation, sparseness_summary
 from nmfsc.solvers._data import is_sparse
+from nmfsc.solvers._loop import degenerate_counts
 
 __all__ = ["check_methods", "run_all", "score_run"]
 
@@ -86,7 +93,11 @@ def check_settings(
     methods = check_methods(methods)
     sw = None if sparseness_w is None else check_sparseness(sparseness_w, "sparseness_w")
     sh = None if sparseness_h is None else check_sparseness(sparseness_h, "sparseness_h")
-    if sw is None and sh is None and {"nmf_sc", "sklearn_cd_l1"} & set(methods):
+    if (
+        sw is None
+        and sh is None
+        and {"nmf_sc", "nmf_sc_accelerated", "sklearn_cd_l1"} & set(methods)
+    ):
         raise ValueError(
             "give sparseness_w or sparseness_h (the level nmf_sc is held to, e.g. "
             "sparseness_w=0.8); there is no default, the level is the point of the comparison"
@@ -149,6 +160,7 @@ def score_run(V, run, seed, *, image_shape=None, on_off=False, parts=None):
         "sparseness_W": _finite(summary["W"]["mean"]),
         "sparseness_H": _finite(summary["H"]["mean"]),
         "zero_components": int(summary["W"]["n_undefined"]),
+        "dead_samples": degenerate_counts(run.W, run.H, lambda columns: V[:, columns])[0],
     }
     if image_shape is not None:
         nonzero = bool(np.any(run.W != 0))
@@ -178,12 +190,18 @@ def warm_up(methods, sparse_nmf_alpha, like=None):
     if like is not None and is_sparse(like):
         V = type(like)(V.astype(like.dtype))
         V = V.tocsc() if like.format == "csc" else V.tocsr()
-    extra = {"nmf_sc": {"sparseness_w": 0.5}, "sparse_nmf": {"alpha": sparse_nmf_alpha}}
+    extra = {
+        "nmf_sc": {"sparseness_w": 0.5},
+        "nmf_sc_accelerated": {"sparseness_w": 0.5},
+        "sparse_nmf": {"alpha": sparse_nmf_alpha},
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        warnings.simplefilter("ignore", nmfsc.DegenerateFitWarning)
         for method in methods:
-            if method in ("nmf_sc", "nmf_euclidean", "nmf_divergence", "local_nmf", "sparse_nmf"):
-                getattr(nmfsc, method)(V, 2, random_state=0, max_iter=2, **extra.get(method, {}))
+            if method in NMFSC_METHODS:
+                solver, keywords = solver_call(method)
+                solver(V, 2, random_state=0, max_iter=2, **keywords, **extra.get(method, {}))
 
 
 def run_seed(V, M, seed, methods, *, nmf_sc_params, sparse_nmf_alpha, fit_options):
@@ -198,7 +216,9 @@ def run_seed(V, M, seed, methods, *, nmf_sc_params, sparse_nmf_alpha, fit_option
     runs, by_name, record = [], {}, None
     for method in methods:
         if method == "sklearn_cd_l1":
-            factor, target = _l1_target(nmf_sc_params, by_name.get("nmf_sc"))
+            factor, target = _l1_target(
+                nmf_sc_params, by_name.get("nmf_sc") or by_name.get("nmf_sc_accelerated")
+            )
             run, record = matched_l1(
                 V,
                 M,
@@ -212,7 +232,11 @@ def run_seed(V, M, seed, methods, *, nmf_sc_params, sparse_nmf_alpha, fit_option
         elif method in SKLEARN_METHODS:
             run = run_sklearn(V, M, start, solver=method.split("_")[1], **fit_options)
         else:
-            params = {"nmf_sc": nmf_sc_params, "sparse_nmf": {"alpha": sparse_nmf_alpha}}
+            params = {
+                "nmf_sc": nmf_sc_params,
+                "nmf_sc_accelerated": nmf_sc_params,
+                "sparse_nmf": {"alpha": sparse_nmf_alpha},
+            }
             run = run_method(method, V, M, start, params=params.get(method, {}), **fit_options)
         runs.append(run)
         by_name[method] = run
