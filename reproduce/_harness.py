@@ -1,11 +1,20 @@
 """Shared machinery of the figure scripts: options, experiments, caching, output.
 
 Each figure script lists its experiments (data set, solver, settings), and the
-harness runs them with a real stopping rule and a time cap, caches every result
-under ``<out>/.cache/`` keyed on (code version, parameters, data fingerprint),
-checkpoints long runs so an interrupted ``all`` resumes where it stopped, and
-writes ``<out>/<figure>.json`` with the numbers behind each figure (see
-:mod:`reproduce._output` for how a figure's files are replaced).
+harness runs them with a real stopping rule and a time guard, caches every
+result under ``<out>/.cache/`` keyed on (code version, parameters, data
+fingerprint), checkpoints long runs so an interrupted ``all`` resumes where it
+stopped, and writes ``<out>/<figure>.json`` with the numbers behind each figure
+(see :mod:`reproduce._output` for how a figure's files are replaced).
+
+A result never depends on how busy the machine was: a run stopped by its time
+guard (``max_time``) is not cached as final; its checkpoint is kept and the
+next invocation continues it, with a fresh guard, until it stops by its
+tolerance or its iteration cap (both independent of wall time, so the cache
+key leaves ``max_time`` out). Each experiment runs at most once per
+invocation, even with ``--force`` and when several figures share it; the end
+of every invocation lists the runs that did not stop by their tolerance
+(:func:`unconverged_lines`).
 """
 
 from __future__ import annotations
@@ -79,7 +88,6 @@ class Experiment:
             "solver": self.solver,
             "n_components": self.n_components,
             "params": self.params,
-            "max_time": self.budget(options),
             "max_iter": QUICK_MAX_ITER if options.quick else self.max_iter,
             "seed": options.seed,
             "quick": options.quick,
@@ -244,8 +252,47 @@ class CacheWarning(UserWarning):
     """A cache entry or checkpoint could not be read; it is recomputed."""
 
 
+#: Stop reasons of a run that met its convergence test.
+CONVERGED = ("tol", "step_size")
+#: This invocation's results by cache key: an experiment runs (or is read from
+#: the cache) once per invocation, even with --force or in several figures.
+_THIS_INVOCATION: dict[str, RunResult] = {}
+
+
+def forget_this_invocation() -> None:
+    """Start a new invocation: the next request of every experiment runs (or
+    reads the cache) again."""
+    _THIS_INVOCATION.clear()
+
+
+def unconverged_lines() -> list[str]:
+    """One line per run of this invocation that did not stop by its tolerance:
+    its experiment, stop reason and iterations, and for a run stopped by its
+    time guard that its checkpoint is continued by the next invocation."""
+    lines = []
+    for result in _THIS_INVOCATION.values():
+        stats = result.stats
+        if stats["stop_reason"] in CONVERGED:
+            continue
+        line = (
+            f"{stats['experiment']}: stopped by {stats['stop_reason']} after "
+            f"{stats['n_iter']} iterations"
+        )
+        if stats["stop_reason"] == "max_time":
+            line += " (time guard; checkpointed, not cached: the next run continues it)"
+        elif stats["stop_reason"] == "max_iter":
+            line += " (its iteration cap; 'caps' reruns it with twice the cap)"
+        lines.append(line)
+    return lines
+
+
 def run_experiment(exp: Experiment, options: Options) -> RunResult:
     """Run ``exp`` (or load its cached result) and return W, H and its numbers.
+
+    A run stopped by its time guard (stop reason ``"max_time"``) is returned
+    (its stats say so) but not cached: its checkpoint is kept and the next
+    invocation continues it with a fresh guard. Within one invocation an
+    experiment runs once: a second request returns the first result.
 
     A run stopped by Ctrl-C (the solver returns with stop reason
     ``"interrupted"``) raises :class:`Interrupted`: its checkpoint is kept, no
@@ -254,11 +301,23 @@ def run_experiment(exp: Experiment, options: Options) -> RunResult:
     :class:`CacheWarning`. Cache entries are written atomically, the ``.json``
     (the entry's commit mark) after the ``.npz``.
     """
+    key = cache_key(exp, options)
+    memo_key = f"{options.cache_dir.resolve()}/{key}"
+    if memo_key in _THIS_INVOCATION:
+        _log(options, f"[{exp.name}] already run in this invocation")
+        _suite_advance()
+        return _THIS_INVOCATION[memo_key]
+    result = _run_or_read(exp, options, key)
+    _THIS_INVOCATION[memo_key] = result
+    return result
+
+
+def _run_or_read(exp, options, key):
+    """:func:`run_experiment`'s work: the cache entry, or a (resumed) run."""
     import warnings
 
     V = load_dataset(exp.dataset, options.seed)
     options.cache_dir.mkdir(parents=True, exist_ok=True)
-    key = cache_key(exp, options)
     result_path = options.cache_dir / f"{key}.npz"
     stats_path = options.cache_dir / f"{key}.json"
     checkpoint = options.cache_dir / f"{key}.checkpoint.npz"
@@ -271,15 +330,16 @@ def run_experiment(exp: Experiment, options: Options) -> RunResult:
     if options.force and checkpoint.exists():
         checkpoint.unlink()
 
-    fields = exp.key_fields(options)
+    fields = {**exp.key_fields(options), "max_time": exp.budget(options)}
     _log(
         options,
         f"[{exp.name}] {exp.solver} on {exp.dataset} {V.shape[0]}x{V.shape[1]}, "
-        f"M={exp.n_components}, {exp.params}, cap {fields['max_time']:.0f} s",
+        f"M={exp.n_components}, {exp.params}, time guard {fields['max_time']:.0f} s",
     )
     t0 = time.perf_counter()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)  # the stats have the stop
+        warnings.simplefilter("ignore", nmfsc.DegenerateFitWarning)  # and the dead samples
         result = _solve(exp, V, options, fields, checkpoint)
     wall = time.perf_counter() - t0
     if result.stop_reason == "interrupted":
@@ -288,15 +348,24 @@ def run_experiment(exp: Experiment, options: Options) -> RunResult:
             "is kept and the same command resumes from it"
         )
     stats = run_stats(exp, V, result, wall)
-    with atomic_writer(result_path) as handle:
-        np.savez_compressed(handle, W=result.W, H=result.H)
-    write_atomic(stats_path, json.dumps(stats, indent=2, default=_json_default))
-    if checkpoint.exists():
-        checkpoint.unlink()
+    if result.stop_reason == "max_time":  # machine-dependent: never a final result
+        stats["checkpoint"] = checkpoint.name
+    else:
+        with atomic_writer(result_path) as handle:
+            np.savez_compressed(handle, W=result.W, H=result.H)
+        write_atomic(stats_path, json.dumps(stats, indent=2, default=_json_default))
+        if checkpoint.exists():
+            checkpoint.unlink()
+    degenerate = (
+        f", {stats['dead_samples']} dead samples, {stats['unused_components']} unused components"
+        if stats["dead_samples"] or stats["unused_components"]
+        else ""
+    )
     _log(
         options,
         f"[{exp.name}] {stats['n_iter']} iterations, stop: {stats['stop_reason']}, "
-        f"rel. error {stats['relative_error']:.4f}, {wall:.1f} s",
+        f"rel. error {stats['relative_error']:.4f}, {wall:.1f} s{degenerate}"
+        + (" (time guard: checkpointed, not cached)" if "checkpoint" in stats else ""),
     )
     _suite_advance()
     return RunResult(exp, result.W, result.H, stats, V)
@@ -307,12 +376,15 @@ def _solve(exp, V, options, fields, checkpoint):
     import warnings
 
     def call(resume):
+        # The guard is per invocation: a resumed run's clock includes the
+        # checkpoint's seconds, so it gets them on top of a fresh budget.
+        before = _checkpoint_seconds(checkpoint) if resume else 0.0
         return _solver(exp.solver)(
             V,
             exp.n_components,
             random_state=options.seed,
             max_iter=fields["max_iter"],
-            max_time=fields["max_time"],
+            max_time=before + fields["max_time"],
             progress=options.progress,
             checkpoint=checkpoint,
             resume=resume,
@@ -330,6 +402,16 @@ def _solve(exp, V, options, fields, checkpoint):
         warnings.warn(f"{message}; starting {exp.name} afresh", CacheWarning, stacklevel=3)
         checkpoint.unlink()
         return call(False)
+
+
+def _checkpoint_seconds(path):
+    """The loop's seconds recorded in the checkpoint at ``path`` (0 when it
+    cannot be read: resuming then reports the damage)."""
+    try:
+        with np.load(path, allow_pickle=False) as saved:
+            return float(saved["times"][-1])
+    except (OSError, ValueError, KeyError, IndexError, EOFError, zipfile.BadZipFile):
+        return 0.0
 
 
 def _read_cache_entry(exp, V, result_path, stats_path):
@@ -392,6 +474,8 @@ def run_stats(exp: Experiment, V: np.ndarray, result, wall: float) -> dict:
         "relative_error": float(residual / np.linalg.norm(V)),
         "sparseness_W_columns": _summary(result.sparseness_W),
         "sparseness_H_rows": _summary(result.sparseness_H),
+        "dead_samples": result.dead_samples,
+        "unused_components": result.unused_components,
         "cached": False,
     }
 
