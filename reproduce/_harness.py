@@ -503,7 +503,12 @@ def start_suite(total: int, options: Options):
     if options.progress and total > 1:
         from tqdm import tqdm
 
-        _SUITE["bar"] = tqdm(total=total, desc="suite", unit="exp", position=1, leave=True)
+        from nmfsc.solvers._loop import PlainProgress, is_terminal
+
+        if is_terminal(sys.stderr):
+            _SUITE["bar"] = tqdm(total=total, desc="suite", unit="exp", position=1, leave=True)
+        else:  # a log file: plain lines, not a bar's redraws
+            _SUITE["bar"] = PlainProgress("suite (experiments)", total)
 
 
 def _suite_advance():
