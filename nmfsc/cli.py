@@ -213,10 +213,11 @@ def _add_fit(commands):
         "--solver",
         choices=SOLVERS,
         default=inspect.signature(nmf_sc).parameters["solver"].default,
-        help="the algorithm: hoyer, the paper's (the figures'), or accelerated, the same "
-        "problem from the same start by block coordinate descent (on the paper's data sets "
-        "12-71x sooner to hoyer's final objective; benchmarks/README.md) "
-        f"(default: {_default(nmf_sc, 'solver')})",
+        help="the algorithm: hoyer, the paper's (the figures', and the library's default), "
+        "or accelerated, the same problem from the same start by block coordinate descent "
+        "(on the paper's data sets 12-71x sooner to hoyer's final objective; "
+        "benchmarks/README.md); use accelerated when hoyer warns that it left samples with "
+        f"all-zero coefficients (default: {_default(nmf_sc, 'solver')})",
     )
     parser.add_argument(
         "--seed",
