@@ -227,6 +227,16 @@ def test_scikit_learn_in_chunks_gives_the_iterates_of_one_call(solver):
     np.testing.assert_allclose(run.H, coef.T, rtol=1e-10, atol=1e-14)
 
 
+def test_an_unmatched_row_shows_a_penalty_that_does_something():
+    from nmfsc.comparison._matched import _candidates
+
+    plain, weak, dead = (0.0, 0.779, "plain"), (1e-4, 0.7785, "weak"), (1e-3, np.inf, "dead")
+    pick = min(_candidates([plain, weak, dead], 0.85), key=lambda t: abs(t[1] - 0.85))
+    assert pick is weak  # not the unpenalised fit, although it is closer
+    assert _candidates([plain, dead], 0.85) == [plain, dead]  # no penalised fit alive
+    assert _candidates([(0.0, 0.845, "plain"), weak], 0.85)[0][2] == "plain"  # matched at 0
+
+
 def test_unreachable_sparseness_is_reported_not_faked(data):
     pytest.importorskip("sklearn")
     result = _compare(
