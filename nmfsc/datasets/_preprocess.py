@@ -246,7 +246,7 @@ def whiten_images(images: np.ndarray, cutoff: float = 0.4) -> np.ndarray:
     filter flattens it and damps the highest frequencies (where noise and
     aliasing dominate). Each image's Fourier transform is multiplied by
 
-    .. math:: R(f) = f \, e^{-(f / f_0)^4}, \qquad f_0 = 	ext{cutoff} \cdot \min(h, w),
+    .. math:: R(f) = f \, e^{-(f / f_0)^4}, \qquad f_0 = \text{cutoff} \cdot \min(h, w),
 
     where :math:`f = \sqrt{f_x^2 + f_y^2}` is the frequency in cycles per image
     (:math:`f_x \in \{-w/2, \dots, w/2 - 1\}`, :math:`f_y` likewise; the mean,
