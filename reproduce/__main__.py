@@ -20,7 +20,8 @@ import warnings
 
 from nmfsc.datasets import DataError
 from reproduce import FIGURES
-from reproduce._harness import CacheWarning, Options, forget_this_invocation, unconverged_lines
+from reproduce._harness import CacheWarning, Options
+from reproduce._invocation import forget_this_invocation, unconverged_lines
 from reproduce._output import finish_pending
 from reproduce.compare import DATASETS
 from reproduce.robustness import DEFAULT_SEEDS

@@ -5,16 +5,8 @@ harness runs them with a real stopping rule and a time guard, caches every
 result under ``<out>/.cache/`` keyed on (code version, parameters, data
 fingerprint), checkpoints long runs so an interrupted ``all`` resumes where it
 stopped, and writes ``<out>/<figure>.json`` with the numbers behind each figure
-(see :mod:`reproduce._output` for how a figure's files are replaced).
-
-A result never depends on how busy the machine was: a run stopped by its time
-guard (``max_time``) is not cached as final; its checkpoint is kept and the
-next invocation continues it, with a fresh guard, until it stops by its
-tolerance or its iteration cap (both independent of wall time, so the cache
-key leaves ``max_time`` out). Each experiment runs at most once per
-invocation, even with ``--force`` and when several figures share it; the end
-of every invocation lists the runs that did not stop by their tolerance
-(:func:`unconverged_lines`).
+(see :mod:`reproduce._output` for how a figure's files are replaced), never
+caching a run stopped by its time guard (:mod:`reproduce._invocation`).
 """
 
 from __future__ import annotations
@@ -35,6 +27,7 @@ import numpy as np
 import nmfsc
 from nmfsc._atomic import atomic_writer, write_atomic
 from nmfsc.datasets.catalog import DATASETS
+from reproduce._invocation import RESULTS, checkpoint_seconds, run_line, suite_advance
 
 # Iteration budget of --quick runs: enough to exercise every code path.
 QUICK_MAX_ITER = 5
@@ -252,40 +245,6 @@ class CacheWarning(UserWarning):
     """A cache entry or checkpoint could not be read; it is recomputed."""
 
 
-#: Stop reasons of a run that met its convergence test.
-CONVERGED = ("tol", "step_size")
-#: This invocation's results by cache key: an experiment runs (or is read from
-#: the cache) once per invocation, even with --force or in several figures.
-_THIS_INVOCATION: dict[str, RunResult] = {}
-
-
-def forget_this_invocation() -> None:
-    """Start a new invocation: the next request of every experiment runs (or
-    reads the cache) again."""
-    _THIS_INVOCATION.clear()
-
-
-def unconverged_lines() -> list[str]:
-    """One line per run of this invocation that did not stop by its tolerance:
-    its experiment, stop reason and iterations, and for a run stopped by its
-    time guard that its checkpoint is continued by the next invocation."""
-    lines = []
-    for result in _THIS_INVOCATION.values():
-        stats = result.stats
-        if stats["stop_reason"] in CONVERGED:
-            continue
-        line = (
-            f"{stats['experiment']}: stopped by {stats['stop_reason']} after "
-            f"{stats['n_iter']} iterations"
-        )
-        if stats["stop_reason"] == "max_time":
-            line += " (time guard; checkpointed, not cached: the next run continues it)"
-        elif stats["stop_reason"] == "max_iter":
-            line += " (its iteration cap; 'caps' reruns it with twice the cap)"
-        lines.append(line)
-    return lines
-
-
 def run_experiment(exp: Experiment, options: Options) -> RunResult:
     """Run ``exp`` (or load its cached result) and return W, H and its numbers.
 
@@ -303,12 +262,12 @@ def run_experiment(exp: Experiment, options: Options) -> RunResult:
     """
     key = cache_key(exp, options)
     memo_key = f"{options.cache_dir.resolve()}/{key}"
-    if memo_key in _THIS_INVOCATION:
+    if memo_key in RESULTS:
         _log(options, f"[{exp.name}] already run in this invocation")
-        _suite_advance()
-        return _THIS_INVOCATION[memo_key]
+        suite_advance()
+        return RESULTS[memo_key]
     result = _run_or_read(exp, options, key)
-    _THIS_INVOCATION[memo_key] = result
+    RESULTS[memo_key] = result
     return result
 
 
@@ -325,7 +284,7 @@ def _run_or_read(exp, options, key):
         cached = _read_cache_entry(exp, V, result_path, stats_path)
         if cached is not None:
             _log(options, f"[{exp.name}] cached result {result_path.name}")
-            _suite_advance()
+            suite_advance()
             return RunResult(exp, *cached, V)
     if options.force and checkpoint.exists():
         checkpoint.unlink()
@@ -356,18 +315,8 @@ def _run_or_read(exp, options, key):
         write_atomic(stats_path, json.dumps(stats, indent=2, default=_json_default))
         if checkpoint.exists():
             checkpoint.unlink()
-    degenerate = (
-        f", {stats['dead_samples']} dead samples, {stats['unused_components']} unused components"
-        if stats["dead_samples"] or stats["unused_components"]
-        else ""
-    )
-    _log(
-        options,
-        f"[{exp.name}] {stats['n_iter']} iterations, stop: {stats['stop_reason']}, "
-        f"rel. error {stats['relative_error']:.4f}, {wall:.1f} s{degenerate}"
-        + (" (time guard: checkpointed, not cached)" if "checkpoint" in stats else ""),
-    )
-    _suite_advance()
+    _log(options, f"[{exp.name}] {run_line(stats, wall)}")
+    suite_advance()
     return RunResult(exp, result.W, result.H, stats, V)
 
 
@@ -378,7 +327,7 @@ def _solve(exp, V, options, fields, checkpoint):
     def call(resume):
         # The guard is per invocation: a resumed run's clock includes the
         # checkpoint's seconds, so it gets them on top of a fresh budget.
-        before = _checkpoint_seconds(checkpoint) if resume else 0.0
+        before = checkpoint_seconds(checkpoint) if resume else 0.0
         return _solver(exp.solver)(
             V,
             exp.n_components,
@@ -402,16 +351,6 @@ def _solve(exp, V, options, fields, checkpoint):
         warnings.warn(f"{message}; starting {exp.name} afresh", CacheWarning, stacklevel=3)
         checkpoint.unlink()
         return call(False)
-
-
-def _checkpoint_seconds(path):
-    """The loop's seconds recorded in the checkpoint at ``path`` (0 when it
-    cannot be read: resuming then reports the damage)."""
-    try:
-        with np.load(path, allow_pickle=False) as saved:
-            return float(saved["times"][-1])
-    except (OSError, ValueError, KeyError, IndexError, EOFError, zipfile.BadZipFile):
-        return 0.0
 
 
 def _read_cache_entry(exp, V, result_path, stats_path):
@@ -490,36 +429,6 @@ def _json_default(obj):
     if dataclasses.is_dataclass(obj):
         return dataclasses.asdict(obj)
     raise TypeError(f"cannot write {type(obj).__name__} to JSON")
-
-
-# --------------------------------------------------------------------------
-# Suite progress
-# --------------------------------------------------------------------------
-_SUITE = {"bar": None}
-
-
-def start_suite(total: int, options: Options):
-    """A progress bar over every experiment of the run, with an ETA."""
-    if options.progress and total > 1:
-        from tqdm import tqdm
-
-        from nmfsc.solvers._loop import PlainProgress, is_terminal
-
-        if is_terminal(sys.stderr):
-            _SUITE["bar"] = tqdm(total=total, desc="suite", unit="exp", position=1, leave=True)
-        else:  # a log file: plain lines, not a bar's redraws
-            _SUITE["bar"] = PlainProgress("suite (experiments)", total)
-
-
-def _suite_advance():
-    if _SUITE["bar"] is not None:
-        _SUITE["bar"].update(1)
-
-
-def close_suite():
-    if _SUITE["bar"] is not None:
-        _SUITE["bar"].close()
-        _SUITE["bar"] = None
 
 
 # --------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 import scipy.sparse as sp
 
 import nmfsc
-from nmfsc.solvers._loop import degenerate_counts
+from nmfsc.solvers._result import degenerate_counts
 
 REPO = Path(__file__).resolve().parent.parent
 SETTINGS = dict(sparseness_w=0.9, random_state=0, tol=1e-5, max_iter=3000)

@@ -573,7 +573,7 @@ def test_progress_to_a_file_is_plain_periodic_lines(V, capsys, monkeypatch):
     """stderr is not a terminal here (captured): no bar redraws, one line per
     interval and one at the end."""
     pytest.importorskip("tqdm")
-    from nmfsc.solvers._loop import PlainProgress
+    from nmfsc.solvers._progress import PlainProgress
 
     quiet(nmfsc.nmf_sc, V, M, sparseness_w=0.5, random_state=0, max_iter=50, progress=True)
     err = capsys.readouterr().err

@@ -34,9 +34,6 @@ def compare(V: ArrayLike, n_components: int, *, methods: Sequence[str] | None = 
     ``numpy.random.default_rng(seed)``), until the relative decrease of its
     objective over 10 iterations falls below ``tol``, or ``max_iter``: never by
     wall time unless ``max_time`` is given, so equal calls give equal numbers.
-    scikit-learn's methods run to the same rule, not their own (see
-    :mod:`nmfsc.comparison._methods`); a row stopped by ``max_iter`` or
-    ``max_time`` is marked not converged in the report.
 
     Parameters
     ----------
@@ -45,10 +42,8 @@ def compare(V: ArrayLike, n_components: int, *, methods: Sequence[str] | None = 
     n_components : int
         M, the number of basis vectors.
     methods : sequence of str, optional
-        Names from :data:`nmfsc.comparison.METHODS` (None: all available):
-        ``nmf_sc`` (``solver="hoyer"``, the paper's algorithm),
-        ``nmf_sc_accelerated`` (``solver="accelerated"``, the same problem and
-        start), ``nmf_euclidean``, ``nmf_divergence``, ``local_nmf``,
+        Names from :data:`nmfsc.comparison.METHODS` (None: all available): ``nmf_sc``,
+        ``nmf_sc_accelerated``, ``nmf_euclidean``, ``nmf_divergence``, ``local_nmf``,
         ``sparse_nmf``; with scikit-learn also ``sklearn_mu``, ``sklearn_cd``
         and ``sklearn_cd_l1``, CD with an L1 penalty on the factor nmf_sc
         constrains, tuned until its mean sparseness is within 0.01 of
@@ -69,8 +64,7 @@ def compare(V: ArrayLike, n_components: int, *, methods: Sequence[str] | None = 
         True parts: adds :func:`nmfsc.datasets.part_recovery`.
     sparse_nmf_alpha : float, default 100.0
     progress : bool, default True
-        A tqdm bar on stderr per run, its ETA from the iteration rate (a plain
-        line every 30 s when stderr is not a terminal).
+        A tqdm bar on stderr per run (plain lines when it is not a terminal).
     name : str, optional
         Name of the data in reports (default ``"data"``).
 

@@ -118,18 +118,7 @@ def matched_l1(V, n_components, start, *, factor, target, fit_options, plain=Non
         _search(fit, tried, target)
     alpha, value, run = min(_candidates(tried, target), key=lambda t: abs(t[1] - target))
     matched = abs(value - target) <= TOLERANCE
-    if matched and alpha == 0.0:
-        note = (
-            f"matched without a penalty: unpenalised scikit-learn NMF is already as sparse "
-            f"({value:.3f}) as nmf_sc ({target:.3f}); this row is the sklearn_cd fit"
-        )
-    if not matched and not note:
-        note = (
-            f"not matched: closest mean sparseness {value:.3f} (alpha {alpha:.3g}) "
-            f"after {len(tried)} fits, target {target:.3f}"
-        )
-        if any(not np.isfinite(v) for _, v, _ in tried):
-            note += "; larger weights switch components off (all-zero columns) before reaching it"
+    note = note or _note(matched, alpha, value, target, tried)
     run = _relabel(run, alpha, factor)
     record = {
         "alpha": float(alpha),
@@ -144,6 +133,24 @@ def matched_l1(V, n_components, start, *, factor, target, fit_options, plain=Non
         "note": note,
     }
     return run, record
+
+
+def _note(matched, alpha, value, target, tried):
+    """The row's note when the search ran (see :func:`matched_l1`)."""
+    if matched and alpha == 0.0:
+        return (
+            f"matched without a penalty: unpenalised scikit-learn NMF is already as sparse "
+            f"({value:.3f}) as nmf_sc ({target:.3f}); this row is the sklearn_cd fit"
+        )
+    if matched:
+        return ""
+    note = (
+        f"not matched: closest mean sparseness {value:.3f} (alpha {alpha:.3g}) "
+        f"after {len(tried)} fits, target {target:.3f}"
+    )
+    if any(not np.isfinite(v) for _, v, _ in tried):
+        note += "; larger weights switch components off (all-zero columns) before reaching it"
+    return note
 
 
 def _candidates(tried, target):

@@ -51,7 +51,8 @@ import numpy as np
 
 import nmfsc
 from nmfsc.comparison._errors import frobenius_norm, relative_error
-from nmfsc.solvers._loop import progress_bar, tol_reached
+from nmfsc.solvers._loop import tol_reached
+from nmfsc.solvers._progress import progress_bar
 from nmfsc.solvers._start import random_start
 
 __all__ = [
@@ -302,25 +303,15 @@ def run_sklearn(V, n_components, start, *, solver="cd", penalty=None, alpha=0.0,
     bar = progress_bar(progress, label, max_iter)
     n_iter, elapsed, stop = 0, 0.0, None
     try:
-        while stop is None:
-            if tol_reached(history, 1, tol):  # one entry per chunk of 10 iterations
-                stop = "tol"
-                break
-            if n_iter >= max_iter:
-                stop = "max_iter"
-                break
-            if max_time is not None and elapsed >= max_time:
-                stop = "max_time"
-                break
+        while (stop := _sklearn_stop(history, n_iter, elapsed, max_iter, tol, max_time)) is None:
             chunk = min(SKLEARN_CHUNK, max_iter - n_iter)
             model = _sklearn_model(solver, n_components, alpha_W, alpha_H, chunk, 0.0)
             t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", SkConvergenceWarning)
                 W_sk = model.fit_transform(X, W=W_sk, H=H_sk)
-            H_sk = model.components_
+            H_sk, done = model.components_, int(model.n_iter_)
             elapsed += time.perf_counter() - t0
-            done = int(model.n_iter_)
             n_iter += done
             E, e = objective(H_sk.T, W_sk.T)
             history.append(E)
@@ -331,6 +322,7 @@ def run_sklearn(V, n_components, start, *, solver="cd", penalty=None, alpha=0.0,
                 bar.update(done)
             if done < chunk:  # scikit-learn's tol=0 rule: an exact fixed point
                 stop = "tol"
+                break
     finally:
         if bar is not None:
             bar.close()
@@ -338,3 +330,15 @@ def run_sklearn(V, n_components, start, *, solver="cd", penalty=None, alpha=0.0,
     run.iterations, run.times, run.errors = iterations, times, errors
     run.params = {"alpha": float(alpha), "penalty_on": penalty} if penalty else {}
     return run
+
+
+def _sklearn_stop(history, n_iter, elapsed, max_iter, tol, max_time):
+    """nmfsc's stop reason before the next chunk (``history``: the objective
+    after every chunk of :data:`SKLEARN_CHUNK` iterations), or None."""
+    if tol_reached(history, 1, tol):
+        return "tol"
+    if n_iter >= max_iter:
+        return "max_iter"
+    if max_time is not None and elapsed >= max_time:
+        return "max_time"
+    return None

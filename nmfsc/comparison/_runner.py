@@ -13,7 +13,7 @@ Scores of one run (V is N x T, W is N x M, H is M x T):
   left out and counted in ``zero_components``);
 - ``dead_samples``: samples whose column of H is all zero although the fit
   would gain by giving them coefficients (see
-  :func:`nmfsc.solvers._loop.degenerate_counts` and
+  :func:`nmfsc.solvers._result.degenerate_counts` and
   :class:`nmfsc.DegenerateFitWarning`);
 - with ``image_shape``: mean :func:`nmfsc.locality` of the basis images, or
   with ``on_off=True`` the mean :func:`nmfsc.orientation` of the ON-minus-OFF
@@ -55,7 +55,7 @@ from nmfsc.comparison._methods import (
 )
 from nmfsc.scores import locality, orientation, sparseness_summary
 from nmfsc.solvers._data import is_sparse
-from nmfsc.solvers._loop import degenerate_counts
+from nmfsc.solvers._result import degenerate_counts
 
 __all__ = ["check_methods", "run_all", "score_run"]
 

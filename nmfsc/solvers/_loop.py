@@ -38,7 +38,6 @@ no warning, the caller asked for it).
 from __future__ import annotations
 
 import math
-import sys
 import time
 import warnings
 
@@ -46,11 +45,14 @@ import numpy as np
 
 from nmfsc._validation import check_data, check_positive_int
 from nmfsc.solvers._data import ScaledData, make_data
+from nmfsc.solvers._progress import progress_bar, show_progress
 from nmfsc.solvers._result import (
     ConvergenceWarning,
     DegenerateFitWarning,
     IterationState,
     NMFResult,
+    degenerate_counts,
+    degenerate_message,
 )
 from nmfsc.solvers._start import fresh_start, start_description
 from nmfsc.solvers.checkpoint import (
@@ -61,16 +63,7 @@ from nmfsc.solvers.checkpoint import (
 )
 from nmfsc.sparseness import sparseness_or_nan
 
-__all__ = [
-    "PlainProgress",
-    "Run",
-    "Steps",
-    "degenerate_counts",
-    "is_terminal",
-    "progress_bar",
-    "solve",
-    "tol_reached",
-]
+__all__ = ["Run", "Steps", "solve", "tol_reached"]
 
 _WARN_HINT = {
     "max_iter": "max_iter={max_iter} reached; raise max_iter (or loosen tol={tol}) "
@@ -144,81 +137,6 @@ def _read_only(X):
     view = X.view()
     view.flags.writeable = False
     return view
-
-
-def progress_bar(progress, name, total, initial=0):
-    """A tqdm bar on stderr counting iterations (its ETA comes from their rate),
-    or None when ``progress`` is false; a clear ImportError without tqdm.
-
-    When stderr is not a terminal (a log file, a pipe) a bar's redraws would
-    pile up as thousands of lines: a :class:`PlainProgress` writes one plain
-    line every :attr:`PlainProgress.interval` seconds and one at the end instead.
-    """
-    if not progress:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        raise ImportError(
-            "progress=True needs tqdm (pip install tqdm); or pass progress=False"
-        ) from None
-    if not is_terminal(sys.stderr):
-        return PlainProgress(name, total, initial)
-    return tqdm(total=total, initial=initial, desc=name, unit="it", dynamic_ncols=True)
-
-
-def is_terminal(stream):
-    """True when ``stream`` is an interactive terminal."""
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):  # no isatty, or closed
-        return False
-
-
-class PlainProgress:
-    """Progress as plain lines on stderr, for output that is not a terminal.
-
-    ``name: done/total it (percent), seconds s, ETA seconds s[, postfix]`` every
-    ``interval`` seconds and once at :meth:`close`; the methods a solver uses
-    of a tqdm bar (``update``, ``set_postfix``, ``close``).
-    """
-
-    #: Seconds between two lines.
-    interval = 30.0
-
-    def __init__(self, name, total, initial=0):
-        self.name, self.total, self.n, self.initial = name, total, initial, initial
-        self.postfix = ""
-        self.start = self.last = time.perf_counter()
-        self.closed = False
-
-    def update(self, n=1):
-        self.n += n
-        now = time.perf_counter()
-        if now - self.last >= self.interval:
-            self.last = now
-            self.write(now)
-
-    def set_postfix(self, refresh=False, **values):
-        self.postfix = ", ".join(f"{key}={value}" for key, value in values.items())
-
-    def write(self, now):
-        elapsed = now - self.start
-        done = self.n - self.initial
-        line = f"{self.name}: {self.n}/{self.total} it"
-        if self.total:
-            line += f" ({100 * self.n / self.total:.0f} %)"
-        line += f", {elapsed:.0f} s"
-        if done > 0 and self.total and self.n < self.total and not self.closed:
-            line += f", ETA {elapsed / done * (self.total - self.n):.0f} s"
-        if self.postfix:
-            line += f", {self.postfix}"
-        print(line, file=sys.stderr, flush=True)
-
-    def close(self):
-        if not self.closed:
-            self.closed = True
-            self.write(time.perf_counter())
 
 
 def solve(make_steps, V, n_components, *, solver_params, settings):
@@ -323,22 +241,10 @@ class Run:
         return result
 
     def warn_if_degenerate(self, result, stacklevel):
-        """A :class:`DegenerateFitWarning` when the solver has a hint for it and
-        the result has dead samples or unused components."""
-        hint = self.steps.degenerate_hint
-        dead, unused = result.dead_samples or 0, result.unused_components
-        if hint is None or not (dead or unused):
-            return
-        T = self.shape[2]
-        what = [f"{dead} of {T} samples with all-zero coefficients (columns of H)"] if dead else []
-        if unused:
-            what.append(f"{unused} of {self.shape[1]} components unused (zero in W or H)")
-        warnings.warn(
-            f"{self.steps.name} left {' and '.join(what)} after {result.n_iter} iterations "
-            f"(stop: {result.stop_reason}); {hint}",
-            DegenerateFitWarning,
-            stacklevel=stacklevel,
-        )
+        """A :class:`DegenerateFitWarning` when the solver has a hint (see below)."""
+        message = degenerate_message(result, self.steps.name, self.steps.degenerate_hint)
+        if message is not None:
+            warnings.warn(message, DegenerateFitWarning, stacklevel=stacklevel)
 
     def data_columns(self, columns):
         """V's ``columns`` (indices), dense or scipy.sparse."""
@@ -394,7 +300,7 @@ class Run:
         new_state, objective, reason = self.steps.step(self.committed[0])
         self.record(new_state, objective)
         if bar is not None and objective is not None:
-            _show_progress(bar, self.history)
+            show_progress(bar, self.history)
         if reason is not None:
             return reason
         if self.callback_stops():
@@ -466,8 +372,7 @@ class Run:
         factors = self.final_factors(state)
         dead, unused = degenerate_counts(factors["W"], factors["H"], self.data_columns)
         if self.params.get("sparseness_h") is not None:
-            dead = None  # H's zeros are the constraint's: with few non-zeros per row, it must
-            # leave samples at zero, so a zero column is no sign of a stall
+            dead = None  # H's zeros are the constraint's (see NMFResult.dead_samples)
         return NMFResult(
             **factors,
             dead_samples=dead,
@@ -542,36 +447,3 @@ def in_data_units(W_normalised, scale, *, in_place):
             "power of ten (e.g. 1e10) and multiply W by it afterwards"
         )
     return W
-
-
-def degenerate_counts(W, H, data_columns):
-    r"""``(dead_samples, unused_components)`` of a fit (see :class:`NMFResult`).
-
-    A dead sample j has an all-zero column of H although the fit would gain by
-    giving it coefficients: :math:`(W^T V)_{:j}` has a positive entry, so the
-    gradient of :math:`\tfrac12\lVert V - WH\rVert_F^2` in :math:`H_{:j}` is
-    negative somewhere (a column of V that no basis vector touches is rightly
-    left at zero and not counted). ``data_columns(indices)`` gives those
-    columns of V (dense or scipy.sparse; only the all-zero columns of H are
-    read). An unused component has an all-zero column of W or row of H.
-    ``dead_samples`` is None when H is not a NumPy array (a Dask array: not
-    counted).
-    """
-    unused_w = ~np.any(W != 0, axis=0)
-    if not isinstance(H, np.ndarray):
-        return None, int(np.count_nonzero(unused_w))
-    unused = unused_w | ~np.any(H != 0, axis=1)
-    zero_columns = np.flatnonzero(~np.any(H != 0, axis=0))
-    dead = 0
-    for start in range(0, zero_columns.size, 1024):  # a block of V's columns at a time
-        part = data_columns(zero_columns[start : start + 1024])
-        gain = np.asarray(part.T @ W)  # (W^T V)^T for these columns, sparse V too
-        dead += int(np.count_nonzero(np.any(gain > 0, axis=1)))
-    return dead, int(np.count_nonzero(unused))
-
-
-def _show_progress(bar, history):
-    prev = history[-2]
-    change = (prev - history[-1]) / abs(prev) if prev != 0 else 0.0
-    bar.set_postfix(objective=f"{history[-1]:.6g}", rel_change=f"{change:.2e}", refresh=False)
-    bar.update(1)
