@@ -53,7 +53,6 @@ for row in comparison.rows:
     )
 search = comparison.matched[0]
 print(search["note"] or f"matched at alpha = {search['alpha']:.3g}")
-
 W_sc, _ = comparison.factors("nmf_sc")
 W_l1, _ = comparison.factors("sklearn_cd_l1")
 per_vector_sc = nmfsc.sparseness(W_sc, axis=0)

@@ -14,6 +14,7 @@ from nmfsc.scores import locality, orientation, sparseness_summary, summarize_sc
 from nmfsc.solvers import (
     CheckpointMismatchError,
     ConvergenceWarning,
+    DegenerateFitWarning,
     NMFResult,
     local_nmf,
     nmf_divergence,
@@ -28,6 +29,7 @@ __all__ = [
     "Comparison",
     "ConvergenceWarning",
     "DataFileError",
+    "DegenerateFitWarning",
     "NMFResult",
     "SparseNMF",
     "compare",

@@ -150,7 +150,7 @@ def run_compare(args):
 
 def save_compare(comparison, out):
     """Write the comparison's reports and figures into ``out`` as one set
-    (:func:`nmfsc._atomic.replaced_set`): a kill, a full disk or a concurrent
+    (:func:`nmfsc.atomic.replaced_set`): a kill, a full disk or a concurrent
     run on the same folder leaves the old set or a new one, never a mix.
 
     Returns
@@ -342,7 +342,11 @@ def fit_record(result, *, data, seed):
     Returns
     -------
     record : dict
-        Plain JSON types only; NaN and infinities become None.
+        Plain JSON types only; NaN and infinities become None. Besides the
+        run's settings and stop: ``objective`` (the final value) with its
+        ``objective_units`` and ``objective_definition``, ``dead_samples``
+        and ``unused_components`` (:class:`nmfsc.DegenerateFitWarning`) and
+        the ``dtype`` of the saved W and H.
     """
     record = {
         "format": FIT_FORMAT,
@@ -356,13 +360,26 @@ def fit_record(result, *, data, seed):
         "converged": result.converged,
         "relative_error": result.relative_error,
         "objective": result.objective[-1],
+        "objective_units": result.objective_units,
+        "objective_definition": _OBJECTIVE_DEFINITION[result.objective_units],
         "time_s": result.times[-1],
         "sparseness_W_mean": _nanmean(result.sparseness_W),
         "sparseness_H_mean": _nanmean(result.sparseness_H),
         "scale": result.scale,
         "step_sizes": None if result.step_sizes is None else list(result.step_sizes),
+        "dead_samples": result.dead_samples,
+        "unused_components": result.unused_components,
+        "dtype": str(result.W.dtype),
     }
     return _plain(record)
+
+
+#: What the record's ``objective`` is, by its ``objective_units``.
+_OBJECTIVE_DEFINITION = {
+    "V": "1/2 ||V - W H||_F^2, in the units of V squared",
+    "V / scale": "1/2 ||V / scale - W H / scale||_F^2 (scale = max(V)): V's own would "
+    "overflow or underflow float64",
+}
 
 
 def save_fit(path, result, record):

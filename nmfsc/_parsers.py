@@ -74,7 +74,8 @@ def read_delimited(path, delimiter, empty_as_nan=False):
         try:
             V[i] = [_number(cell) if cell.strip() or not empty_as_nan else np.nan for cell in row]
         except ValueError:
-            _raise_bad_cell(path, row, lines[i], first_row=i == 0 and not header)
+            _raise_bad_cell(path, row, lines[i], first_row=i == 0 and not header,
+                            delimiter=delimiter)  # fmt: skip
     line_of = np.asarray(lines)
     return V, lambda i, j: f"row {line_of[i]}, column {j + 1}"
 
@@ -124,15 +125,32 @@ def _is_header(row):
     return not any(_is_number(cell) for cell in row)
 
 
-def _raise_bad_cell(path, row, line, first_row):
+#: The other delimiter and the file suffix that goes with it, by delimiter.
+_OTHER_DELIMITER = {",": ("\t", "tab", ".tsv"), "\t": (",", "comma", ".csv")}
+#: Longest cell quoted whole in a message; a longer one is cut.
+_QUOTED_CELL = 40
+
+
+def _raise_bad_cell(path, row, line, first_row, delimiter=","):
     for j, cell in enumerate(row):
         if not _is_number(cell):
-            what = "empty cell" if not cell.strip() else f"non-numeric cell {cell.strip()!r}"
+            text = cell.strip()
+            if len(text) > _QUOTED_CELL:
+                text = f"{text[:_QUOTED_CELL]}... ({len(text)} characters)"
+            what = "empty cell" if not cell.strip() else f"non-numeric cell {text!r}"
             hint = (
                 "; a first row is taken as a header only when none of its cells is a number"
                 if first_row
                 else ""
             )
+            other, name, suffix = _OTHER_DELIMITER.get(delimiter, (None, "", ""))
+            if other is not None and other in cell:
+                parsed_as = "comma" if delimiter == "," else "tab"
+                hint += (
+                    f"; the cell holds {name}s: the file looks {name}-separated, but "
+                    f"{path.suffix or 'its suffix'} is read as {parsed_as}-separated "
+                    f"(rename it to {suffix})"
+                )
             raise DataFileError(f"{path}: {what} at row {line}, column {j + 1}{hint}")
 
 

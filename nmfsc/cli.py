@@ -266,9 +266,11 @@ def _add_fit(commands):
         "--solver",
         choices=variants(nmf_sc),
         default=inspect.signature(nmf_sc).parameters["solver"].default,
-        help="the algorithm: hoyer, the paper's (the figures'), or accelerated, the same "
-        "problem from the same start by block coordinate descent, sooner to the same "
-        f"objective (benchmarks/README.md) (default: {_default(nmf_sc, 'solver')})",
+        help="the algorithm: hoyer, the paper's (the figures', and the library's default), "
+        "or accelerated, the same problem from the same start by block coordinate descent, "
+        "sooner to the same objective (benchmarks/README.md); use accelerated when hoyer "
+        "warns that it left samples with all-zero coefficients "
+        f"(default: {_default(nmf_sc, 'solver')})",
     )
     parser.add_argument(
         "--seed",

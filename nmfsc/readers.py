@@ -73,10 +73,12 @@ def read_matrix(
 
     Returns
     -------
-    V : ndarray of float64 or scipy.sparse matrix, shape (N, T)
-        The data, features x samples. A Matrix Market file (and a
+    V : ndarray or scipy.sparse matrix of float64 or float32, shape (N, T)
+        The data, features x samples: float32 when the file holds float32
+        (the solvers then compute and return W and H in float32), else
+        float64. A Matrix Market file (and a
         ``scipy.sparse.save_npz`` archive) stays sparse: a CSR matrix (CSC
-        with ``samples_as_rows``), float64, never made dense; every solver,
+        with ``samples_as_rows``), never made dense; every solver,
         :func:`nmfsc.compare` and the command line take it as it is.
     image_shape : tuple of int or None
         ``(height, width)`` of the images for an image folder, else None.
@@ -342,9 +344,10 @@ def _as_matrix(array, source):
                 "nmfsc needs a 2-D matrix (features x samples)"
             )
     _check_dtype(np.dtype(dtype), source)  # not complex, timedelta64, strings, objects
+    dtype = np.float32 if dtype == np.float32 else np.float64  # float32 stays float32
     if hasattr(array, "tocoo"):
-        return array.astype(np.float64, copy=False)
-    return np.asarray(array, np.float64)
+        return array.astype(dtype, copy=False)
+    return np.asarray(array, dtype)
 
 
 def _check_values(V, source, where, allow_nan=False):
@@ -386,7 +389,7 @@ def _check_values(V, source, where, allow_nan=False):
 
 
 def _as_solver_input(V):
-    """V as the solvers take it: a C-contiguous float64 array, or a scipy.sparse
+    """V as the solvers take it: a C-contiguous float64 (float32 kept) array, or a scipy.sparse
     CSR / CSC matrix kept sparse (a COO matrix from mmread becomes CSR; the
     transpose of CSR, with ``samples_as_rows``, is CSC and stays so)."""
     if hasattr(V, "tocsr"):
@@ -394,7 +397,7 @@ def _as_solver_input(V):
             V = V.tocsr()
         V.sum_duplicates()
         return V
-    return np.ascontiguousarray(V, dtype=np.float64)
+    return np.ascontiguousarray(V, dtype=np.float32 if V.dtype == np.float32 else np.float64)
 
 
 def _index(i, j):

@@ -1,5 +1,9 @@
 """Command line: ``python -m reproduce {all,fig1,...,fig6,sec5,compare,caps,robustness}``.
 
+The last lines list every run that did not stop by its tolerance (its
+iteration cap, or its time guard: such a run is checkpointed, not cached, and
+the next invocation continues it).
+
 Exit status: 0 when done; 2 for missing or bad data or a bad command-line
 value (one line on stderr, no traceback); 130 on Ctrl-C (one line): a run
 stopped there keeps its checkpoint, nothing unfinished is cached, and the same
@@ -17,6 +21,7 @@ import warnings
 from nmfsc.datasets import DataError
 from reproduce import FIGURES
 from reproduce._harness import CacheWarning, Options
+from reproduce._invocation import forget_this_invocation, unconverged_lines
 from reproduce._output import finish_pending
 from reproduce.compare import DATASETS
 from reproduce.robustness import DEFAULT_SEEDS
@@ -146,6 +151,7 @@ def run(args):
     )
     for figure in finish_pending(options.out_dir):
         _say(f"completed the files of {figure}, left half replaced by a killed run")
+    forget_this_invocation()
     start = time.perf_counter()
     for name in targets:
         module = importlib.import_module(f"reproduce.{name}")
@@ -159,6 +165,12 @@ def run(args):
             paths = module.main(options)
         print(f"[{name}] done in {time.perf_counter() - t0:.1f} s -> {', '.join(map(str, paths))}")
     print(f"reproduce: {len(targets)} target(s) in {time.perf_counter() - start:.1f} s")
+    unconverged = unconverged_lines()
+    if unconverged:
+        print(f"reproduce: {len(unconverged)} run(s) did not stop by their tolerance:")
+        print("\n".join(f"  {line}" for line in unconverged))
+    else:
+        print("reproduce: every run stopped by its tolerance")
     return 0
 
 

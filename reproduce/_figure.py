@@ -1,6 +1,7 @@
 """The common main() of the figure scripts that run factorisations."""
 
-from reproduce._harness import close_suite, figure_json, run_experiment, start_suite
+from reproduce._harness import figure_json, run_experiment
+from reproduce._invocation import close_suite, start_suite
 from reproduce._output import write_figure_set
 from reproduce._panels import panel_figure, run_entry
 from reproduce.experiments import pick

@@ -1,11 +1,12 @@
 """Shared machinery of the figure scripts: options, experiments, caching, output.
 
 Each figure script lists its experiments (data set, solver, settings), and the
-harness runs them with a real stopping rule and a time cap, caches every result
-under ``<out>/.cache/`` keyed on (code version, parameters, data fingerprint),
-checkpoints long runs so an interrupted ``all`` resumes where it stopped, and
-writes ``<out>/<figure>.json`` with the numbers behind each figure (see
-:mod:`reproduce._output` for how a figure's files are replaced).
+harness runs them with a real stopping rule and a time guard, caches every
+result under ``<out>/.cache/`` keyed on (code version, parameters, data
+fingerprint), checkpoints long runs so an interrupted ``all`` resumes where it
+stopped, and writes ``<out>/<figure>.json`` with the numbers behind each figure
+(see :mod:`reproduce._output` for how a figure's files are replaced), never
+caching a run stopped by its time guard (:mod:`reproduce._invocation`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import nmfsc
 from nmfsc.atomic import atomic_writer, write_atomic
 from nmfsc.datasets.catalog import DATASETS
 from nmfsc.solvers.registry import SOLVERS, solver
+from reproduce._invocation import RESULTS, checkpoint_seconds, run_line, suite_advance
 from reproduce.import_graph import module_path, reachable
 
 # Iteration budget of --quick runs: enough to exercise every code path.
@@ -81,7 +83,6 @@ class Experiment:
             "solver": self.solver,
             "n_components": self.n_components,
             "params": self.params,
-            "max_time": self.budget(options),
             "max_iter": QUICK_MAX_ITER if options.quick else self.max_iter,
             "seed": options.seed,
             "quick": options.quick,
@@ -220,6 +221,11 @@ class CacheWarning(UserWarning):
 def run_experiment(exp: Experiment, options: Options) -> RunResult:
     """Run ``exp`` (or load its cached result) and return W, H and its numbers.
 
+    A run stopped by its time guard (stop reason ``"max_time"``) is returned
+    (its stats say so) but not cached: its checkpoint is kept and the next
+    invocation continues it with a fresh guard. Within one invocation an
+    experiment runs once: a second request returns the first result.
+
     A run stopped by Ctrl-C (the solver returns with stop reason
     ``"interrupted"``) raises :class:`Interrupted`: its checkpoint is kept, no
     cache entry is written, and the next call resumes from the checkpoint.
@@ -227,11 +233,23 @@ def run_experiment(exp: Experiment, options: Options) -> RunResult:
     :class:`CacheWarning`. Cache entries are written atomically, the ``.json``
     (the entry's commit mark) after the ``.npz``.
     """
+    key = cache_key(exp, options)
+    memo_key = f"{options.cache_dir.resolve()}/{key}"
+    if memo_key in RESULTS:
+        _log(options, f"[{exp.name}] already run in this invocation")
+        suite_advance()
+        return RESULTS[memo_key]
+    result = _run_or_read(exp, options, key)
+    RESULTS[memo_key] = result
+    return result
+
+
+def _run_or_read(exp, options, key):
+    """:func:`run_experiment`'s work: the cache entry, or a (resumed) run."""
     import warnings
 
     V = load_dataset(exp.dataset, options.seed)
     options.cache_dir.mkdir(parents=True, exist_ok=True)
-    key = cache_key(exp, options)
     result_path = options.cache_dir / f"{key}.npz"
     stats_path = options.cache_dir / f"{key}.json"
     checkpoint = options.cache_dir / f"{key}.checkpoint.npz"
@@ -239,20 +257,21 @@ def run_experiment(exp: Experiment, options: Options) -> RunResult:
         cached = _read_cache_entry(exp, V, result_path, stats_path)
         if cached is not None:
             _log(options, f"[{exp.name}] cached result {result_path.name}")
-            _suite_advance()
+            suite_advance()
             return RunResult(exp, *cached, V)
     if options.force and checkpoint.exists():
         checkpoint.unlink()
 
-    fields = exp.key_fields(options)
+    fields = {**exp.key_fields(options), "max_time": exp.budget(options)}
     _log(
         options,
         f"[{exp.name}] {exp.solver} on {exp.dataset} {V.shape[0]}x{V.shape[1]}, "
-        f"M={exp.n_components}, {exp.params}, cap {fields['max_time']:.0f} s",
+        f"M={exp.n_components}, {exp.params}, time guard {fields['max_time']:.0f} s",
     )
     t0 = time.perf_counter()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)  # the stats have the stop
+        warnings.simplefilter("ignore", nmfsc.DegenerateFitWarning)  # and the dead samples
         result = _solve(exp, V, options, fields, checkpoint)
     wall = time.perf_counter() - t0
     if result.stop_reason == "interrupted":
@@ -261,17 +280,16 @@ def run_experiment(exp: Experiment, options: Options) -> RunResult:
             "is kept and the same command resumes from it"
         )
     stats = run_stats(exp, V, result, wall)
-    with atomic_writer(result_path) as handle:
-        np.savez_compressed(handle, W=result.W, H=result.H)
-    write_atomic(stats_path, json.dumps(stats, indent=2, default=_json_default))
-    if checkpoint.exists():
-        checkpoint.unlink()
-    _log(
-        options,
-        f"[{exp.name}] {stats['n_iter']} iterations, stop: {stats['stop_reason']}, "
-        f"rel. error {stats['relative_error']:.4f}, {wall:.1f} s",
-    )
-    _suite_advance()
+    if result.stop_reason == "max_time":  # machine-dependent: never a final result
+        stats["checkpoint"] = checkpoint.name
+    else:
+        with atomic_writer(result_path) as handle:
+            np.savez_compressed(handle, W=result.W, H=result.H)
+        write_atomic(stats_path, json.dumps(stats, indent=2, default=_json_default))
+        if checkpoint.exists():
+            checkpoint.unlink()
+    _log(options, f"[{exp.name}] {run_line(stats, wall)}")
+    suite_advance()
     return RunResult(exp, result.W, result.H, stats, V)
 
 
@@ -280,12 +298,15 @@ def _solve(exp, V, options, fields, checkpoint):
     import warnings
 
     def call(resume):
+        # The guard is per invocation: a resumed run's clock includes the
+        # checkpoint's seconds, so it gets them on top of a fresh budget.
+        before = checkpoint_seconds(checkpoint) if resume else 0.0
         return solver(exp.solver).run(
             V,
             exp.n_components,
             random_state=options.seed,
             max_iter=fields["max_iter"],
-            max_time=fields["max_time"],
+            max_time=before + fields["max_time"],
             progress=options.progress,
             checkpoint=checkpoint,
             resume=resume,
@@ -365,6 +386,8 @@ def run_stats(exp: Experiment, V: np.ndarray, result, wall: float) -> dict:
         "relative_error": float(residual / np.linalg.norm(V)),
         "sparseness_W_columns": _summary(result.sparseness_W),
         "sparseness_H_rows": _summary(result.sparseness_H),
+        "dead_samples": result.dead_samples,
+        "unused_components": result.unused_components,
         "cached": False,
     }
 
@@ -379,31 +402,6 @@ def _json_default(obj):
     if dataclasses.is_dataclass(obj):
         return dataclasses.asdict(obj)
     raise TypeError(f"cannot write {type(obj).__name__} to JSON")
-
-
-# --------------------------------------------------------------------------
-# Suite progress
-# --------------------------------------------------------------------------
-_SUITE = {"bar": None}
-
-
-def start_suite(total: int, options: Options):
-    """A progress bar over every experiment of the run, with an ETA."""
-    if options.progress and total > 1:
-        from tqdm import tqdm
-
-        _SUITE["bar"] = tqdm(total=total, desc="suite", unit="exp", position=1, leave=True)
-
-
-def _suite_advance():
-    if _SUITE["bar"] is not None:
-        _SUITE["bar"].update(1)
-
-
-def close_suite():
-    if _SUITE["bar"] is not None:
-        _SUITE["bar"].close()
-        _SUITE["bar"] = None
 
 
 # --------------------------------------------------------------------------

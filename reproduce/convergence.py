@@ -23,6 +23,7 @@ import json
 import numpy as np
 
 from reproduce._harness import figure_json
+from reproduce._invocation import CONVERGED
 from reproduce._output import write_figure_set
 
 CAPTION = (
@@ -33,7 +34,6 @@ CAPTION = (
 SOURCES = ("fig1", "fig3", "fig4", "fig5", "sec5")
 DATASETS = ("cbcl", "orl", "natural")
 TOL = 1e-5
-CONVERGED = ("tol", "step_size")
 
 
 def read_runs(out_dir):

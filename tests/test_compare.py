@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -52,11 +53,18 @@ def result(data):
 def test_exports_and_method_names():
     assert nmfsc.compare is nmfsc.comparison.compare and nmfsc.Comparison is Comparison
     assert {"compare", "Comparison"} <= set(nmfsc.__all__)
-    assert METHODS[:5] == ("nmf_sc", "nmf_euclidean", "nmf_divergence", "local_nmf", "sparse_nmf")
+    assert METHODS[:6] == (
+        "nmf_sc",
+        "nmf_sc_accelerated",
+        "nmf_euclidean",
+        "nmf_divergence",
+        "local_nmf",
+        "sparse_nmf",
+    )
 
 
 def test_rows_and_summary(result):
-    methods = [m for m in METHODS if m.startswith("nmf") or m in ("local_nmf", "sparse_nmf")]
+    methods = list(nmfsc.comparison._methods.NMFSC_METHODS)
     if nmfsc.comparison._methods.sklearn_available():
         methods = list(METHODS)
     assert [(r["method"], r["seed"]) for r in result.rows] == [
@@ -120,7 +128,7 @@ def test_every_method_starts_from_the_same_point(data, monkeypatch):
     monkeypatch.setattr(runner, "run_sklearn", recording(runner.run_sklearn))
     methods = [m for m in METHODS if m != "sklearn_cd_l1"]
     if not nmfsc.comparison._methods.sklearn_available():
-        methods = methods[:5]
+        methods = list(nmfsc.comparison._methods.NMFSC_METHODS)
     _compare(data, seeds=(4,), max_iter=3, methods=methods)
     W0, H0 = starting_point(V / V.max(), 8, 4)  # every method runs on V / max(V)
     assert len(seen) == len(methods)
@@ -162,6 +170,73 @@ def test_matched_sparseness_baseline_within_001():
         assert plain["sparseness_W"] < nmf_sc["sparseness_W"] - 0.01
 
 
+def _early_stopping_data():
+    """Small values and one large one: from the shared random start scikit-learn's
+    CD rule (gradient violation relative to its first, huge, value) stops after a
+    few iterations, far from convergence."""
+    rng = np.random.default_rng(0)
+    V = 1e-3 * (rng.random((60, 3)) @ rng.random((3, 80))) + 1e-4 * rng.random((60, 80))
+    V[0, 0] = 1.0
+    return V
+
+
+def test_scikit_learn_runs_to_nmfscs_rule_not_its_own():
+    pytest.importorskip("sklearn")
+    from sklearn.decomposition import NMF
+
+    V = _early_stopping_data()
+    W0, H0 = starting_point(V, 6, 0)
+    own = NMF(6, init="custom", solver="cd", tol=1e-4, max_iter=2000)
+    coef = own.fit_transform(V.T, W=H0.T.copy(), H=W0.T.copy())
+    own_error = relative_error(V, own.components_.T, coef.T)
+    assert own.n_iter_ <= 5  # the premise: its own rule stops almost at once
+    result = nmfsc.compare(V, 6, methods=["sklearn_cd", "sklearn_mu"], seeds=(0,),
+                           max_iter=2000, tol=1e-4, progress=False)  # fmt: skip
+    cd = next(r for r in result.rows if r["method"] == "sklearn_cd")
+    assert cd["stop_reason"] == "tol" and cd["n_iter"] >= 100
+    assert cd["relative_error"] < 0.5 * own_error
+    curve = next(c for c in result.curves if c["method"] == "sklearn_cd")
+    E = (np.array(curve["relative_error"]) * np.linalg.norm(V)) ** 2 / 2
+    assert np.all(np.diff(curve["iteration"]) == 10)  # nmfsc's rule, every 10 iterations:
+    assert abs(E[-2] - E[-1]) < 1e-4 * E[-2] and abs(E[-3] - E[-2]) >= 1e-4 * E[-3]
+    mu = next(r for r in result.rows if r["method"] == "sklearn_mu")
+    assert mu["stop_reason"] == "max_iter" and mu["n_iter"] == 2000  # slower: not converged
+    md = result.to_markdown()
+    assert "| sklearn_mu (not converged) | 0 |" in md and "sklearn_cd (not" not in md
+
+
+@pytest.mark.parametrize("solver", ["cd", "mu"])
+def test_scikit_learn_in_chunks_gives_the_iterates_of_one_call(solver):
+    """Continued from its own factors (init="custom"), scikit-learn runs the same
+    iterations as one call (tol=0 in both: no early stop)."""
+    pytest.importorskip("sklearn")
+    from sklearn.decomposition import NMF
+
+    from nmfsc.comparison._methods import run_sklearn
+
+    V = _early_stopping_data()
+    W0, H0 = starting_point(V, 6, 0)
+    run = run_sklearn(V, 6, (W0, H0), solver=solver, max_iter=35, tol=0.0, max_time=None,
+                      progress=False)  # fmt: skip
+    one = NMF(6, init="custom", solver=solver, tol=0.0, max_iter=35)
+    with warnings.catch_warnings():  # mu's ConvergenceWarning at max_iter
+        warnings.simplefilter("ignore")
+        coef = one.fit_transform(V.T, W=H0.T.copy(), H=W0.T.copy())
+    assert run.n_iter == 35 and run.iterations == [0, 10, 20, 30, 35]
+    np.testing.assert_allclose(run.W, one.components_.T, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(run.H, coef.T, rtol=1e-10, atol=1e-14)
+
+
+def test_an_unmatched_row_shows_a_penalty_that_does_something():
+    from nmfsc.comparison._matched import _candidates
+
+    plain, weak, dead = (0.0, 0.779, "plain"), (1e-4, 0.7785, "weak"), (1e-3, np.inf, "dead")
+    pick = min(_candidates([plain, weak, dead], 0.85), key=lambda t: abs(t[1] - 0.85))
+    assert pick is weak  # not the unpenalised fit, although it is closer
+    assert _candidates([plain, dead], 0.85) == [plain, dead]  # no penalised fit alive
+    assert _candidates([(0.0, 0.845, "plain"), weak], 0.85)[0][2] == "plain"  # matched at 0
+
+
 def test_unreachable_sparseness_is_reported_not_faked(data):
     pytest.importorskip("sklearn")
     result = _compare(
@@ -186,6 +261,9 @@ def test_markdown_csv_json(result, tmp_path):
     md = result.to_markdown()
     assert md.startswith("# Comparison on tiny bars\n") and "QUICK" not in md
     assert "Seeds 0, 1" in md and "max_iter 40" in md and "Sparse NMF's L1 term" in md
+    assert '- nmf_sc: nmf_sc(solver="hoyer")' in md
+    assert '- nmf_sc_accelerated: nmf_sc(solver="accelerated")' in md
+    assert "| dead samples |" in md
     assert "QUICK" in result.to_markdown(quick=True).splitlines()[0]
     rows = list(csv.DictReader(io.StringIO(result.to_csv(tmp_path / "t.csv"))))
     assert (tmp_path / "t.csv").read_text() == result.to_csv()

@@ -523,3 +523,59 @@ def test_cli_rejects_both_modes(capsys):
     with pytest.raises(SystemExit):
         main(["--check", "--list"])
     assert "not allowed with" in capsys.readouterr().err
+
+
+# --- natural images of one's own: whiten_images and on_off_patches (public) -------
+
+
+def _pink_noise(rng, n=64, count=3):
+    """Images with a 1/f amplitude spectrum, as natural images roughly have."""
+    f = np.hypot(*np.meshgrid(np.fft.fftfreq(n) * n, np.fft.fftfreq(n) * n, indexing="ij"))
+    f[0, 0] = 1.0
+    spectrum = (rng.standard_normal((count, n, n)) + 1j * rng.standard_normal((count, n, n))) / f
+    return np.real(np.fft.ifft2(spectrum)) + 5.0
+
+
+def _band_amplitude(images, lo, hi):
+    n = images.shape[-1]
+    f = np.hypot(*np.meshgrid(np.fft.fftfreq(n) * n, np.fft.fftfreq(n) * n, indexing="ij"))
+    amplitude = np.abs(np.fft.fft2(images)).mean(axis=0)
+    return amplitude[(f >= lo) & (f < hi)].mean()
+
+
+def test_whiten_images_flattens_a_one_over_f_spectrum():
+    images = _pink_noise(np.random.default_rng(0))
+    white = datasets.whiten_images(images)
+    assert white.shape == images.shape and white.dtype == np.float64
+    assert np.mean(np.var(white.reshape(3, -1), axis=1)) == pytest.approx(0.1)
+    assert np.abs(white.mean(axis=(1, 2))).max() < 1e-12  # the mean (f = 0) is removed
+    ratio_in = _band_amplitude(images, 2, 4) / _band_amplitude(images, 10, 14)
+    ratio_out = _band_amplitude(white, 2, 4) / _band_amplitude(white, 10, 14)
+    assert ratio_in > 3 and 0.5 < ratio_out < 2  # 1/f in, about flat out
+    assert _band_amplitude(white, 30, 32) < 0.5 * _band_amplitude(white, 10, 14)  # cut off
+    single = datasets.whiten_images(images[1])  # one image: the same filter, its own scale
+    np.testing.assert_allclose(single / single.std(), white[1] / white[1].std(), atol=1e-10)
+    for bad, match in (
+        (np.zeros((2, 8, 8)), "constant"),
+        (np.ones(5), "at least 2 x 2"),
+        (np.full((8, 8), np.nan), "NaN"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            datasets.whiten_images(bad)
+
+
+def test_on_off_patches_is_load_naturals_preprocessing_to_the_bit():
+    images = datasets.whiten_images(_pink_noise(np.random.default_rng(1), n=40, count=4))
+    V = datasets.on_off_patches(images, n_patches=50, patch_size=6, random_state=3)
+    reference = _preprocess.natural_matrix(images, 50, 6, 3)
+    assert V.shape == (72, 50) and np.array_equal(V, reference)
+    with pytest.raises(ValueError, match="pass one image as images"):
+        datasets.on_off_patches(images[0], n_patches=5, patch_size=6)
+    with pytest.raises(ValueError, match="at least the number of images"):
+        datasets.on_off_patches(images, n_patches=3, patch_size=6)
+
+
+@pytest.mark.realdata
+def test_on_off_patches_of_the_sparsenet_images_is_load_natural(require_real_data):
+    V = datasets.on_off_patches(datasets.natural_images(), 2000, 12, random_state=0)
+    assert np.array_equal(V, datasets.load_natural(2000, 12, random_state=0))

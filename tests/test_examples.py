@@ -64,6 +64,7 @@ def test_every_example_asserts_its_claims():
         for p in EXAMPLES
     ],
 )
+@pytest.mark.slow  # each example is a full script run in a fresh process
 def test_example_runs_as_a_script_and_writes_nothing(example, tmp_path, numba_cache):
     env = dict(os.environ)
     env.update(MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1", NUMBA_CACHE_DIR=str(numba_cache))

@@ -46,8 +46,10 @@ def test_exported_from_the_package():
 def test_npy(tmp_path):
     np.save(tmp_path / "x.npy", X.astype(np.float32))
     V, image_shape, name = read_matrix(tmp_path / "x.npy")
-    assert V.dtype == np.float64 and V.flags.c_contiguous
-    np.testing.assert_array_equal(V, X)
+    assert V.dtype == np.float32 and V.flags.c_contiguous  # float32 stays float32
+    np.testing.assert_array_equal(V, X.astype(np.float32))
+    np.save(tmp_path / "x.npy", X.astype(np.float16))
+    assert read_matrix(tmp_path / "x.npy")[0].dtype == np.float64  # any other type: float64
     assert image_shape is None and name == "x"
 
 
@@ -430,3 +432,19 @@ def test_the_cli_refuses_factors_that_cannot_fit_in_memory(tmp_path, capsys):
                  str(tmp_path / "o.npz")]) == 2  # fmt: skip
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"V is 3 x {n}; W and H of 2 components need about" in err
+
+
+def test_a_comma_separated_tsv_gets_a_delimiter_hint(tmp_path):
+    row = ",".join(f"{v:.6f}" for v in np.linspace(0, 1, 200))  # one 1,800-character row
+    (tmp_path / "wide.tsv").write_text(f"{row}\n{row}\n")
+    with pytest.raises(DataFileError) as error:
+        read_matrix(tmp_path / "wide.tsv")
+    message = str(error.value)
+    assert "the file looks comma-separated, but .tsv is read as tab-separated" in message
+    assert "(rename it to .csv)" in message and len(message) < 400  # the cell is cut
+    (tmp_path / "tabs.csv").write_text("1\t2\n3\t4\n")
+    with pytest.raises(DataFileError, match=r"looks tab-separated.*rename it to \.tsv"):
+        read_matrix(tmp_path / "tabs.csv")
+    (tmp_path / "word.csv").write_text("1,2\n3,x\n")
+    with pytest.raises(DataFileError, match=r"non-numeric cell 'x' at row 2, column 2$"):
+        read_matrix(tmp_path / "word.csv")  # no hint when the delimiter is not the cause

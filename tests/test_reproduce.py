@@ -8,7 +8,7 @@ import pytest
 from reproduce import FIGURES
 from reproduce.__main__ import main as reproduce_main
 
-pytestmark = pytest.mark.realdata
+pytestmark = [pytest.mark.realdata, pytest.mark.slow]  # `all --quick` on the real data
 
 COMMON_KEYS = {"figure", "caption", "quick", "seed", "versions", "claims"}
 RUN_KEYS = {

@@ -166,6 +166,57 @@ def test_ctrl_c_keeps_the_checkpoint_caches_nothing_and_the_next_run_resumes(
     assert stats["final_objective"] == stats0["final_objective"]
 
 
+def test_a_time_guard_that_fires_is_checkpointed_and_the_next_run_completes_it(
+    tmp_path, tiny, monkeypatch, capsys
+):
+    """The guard's stop is never a cached result: the next invocation continues
+    the checkpoint (with a fresh guard) to the run a guard never touched."""
+    tiny(max_iter=300)
+    solver, resumed = nmfsc.nmf_sc, []
+
+    def slow(*args, **kwargs):  # 2 ms per iteration: a loaded machine
+        resumed.append(kwargs["resume"])
+        return solver(*args, callback=lambda state: time.sleep(0.002), **kwargs)
+
+    monkeypatch.setattr(nmfsc, "nmf_sc", slow)
+    out = tmp_path / "out"
+    assert run(out, "--max-time", "0.1") == 0
+    printed = capsys.readouterr().out
+    assert "1 run(s) did not stop by their tolerance" in printed
+    assert "tiny: stopped by max_time" in printed and "the next run continues it" in printed
+    assert cache_files(out, ".json") == []  # not cached as final
+    assert len(cache_files(out, ".checkpoint.npz")) == 1
+    guarded = json.loads((out / "fig5.json").read_text())["experiments"]["tiny"]
+    assert guarded["stop_reason"] == "max_time" and 0 < guarded["n_iter"] < 300
+
+    assert run(out) == 0  # the default guard (600 s): completes it
+    assert resumed == [False, True]
+    W, H, stats = entry(out)
+    assert stats["n_iter"] == 300 and stats["stop_reason"] == "max_iter"
+    assert cache_files(out, ".checkpoint.npz") == []
+    assert "tiny: stopped by max_iter after 300 iterations" in capsys.readouterr().out
+
+    monkeypatch.setattr(nmfsc, "nmf_sc", solver)
+    fresh = tmp_path / "fresh"
+    assert run(fresh) == 0
+    W0, H0, _ = entry(fresh)
+    assert np.array_equal(W, W0) and np.array_equal(H, H0)
+
+
+def test_force_runs_an_experiment_once_per_invocation(tmp_path, tiny, iterations, monkeypatch):
+    """Two figures that share an experiment, with --force: one run, not two."""
+    import reproduce.fig4 as fig4
+
+    monkeypatch.setattr(fig4, "main", fig5.main)  # Figure 4 draws the tiny experiment too
+    out = tmp_path / "out"
+    argv = ["fig4", "fig5", "--out", str(out), "--no-progress", "--force"]
+    assert main(argv) == 0
+    assert iterations["iterations"] == list(range(1, MAX_ITER + 1))
+    iterations["iterations"] = []
+    assert main(argv) == 0  # a new invocation: --force runs it again, once
+    assert iterations["iterations"] == list(range(1, MAX_ITER + 1))
+
+
 @pytest.mark.parametrize("damage", ["truncate npz", "truncate json", "garbage npz"])
 def test_a_damaged_cache_entry_is_recomputed_with_a_warning(tmp_path, tiny, capsys, damage):
     out = tmp_path / "out"

@@ -569,6 +569,25 @@ def test_progress_bar(V, capsys):
     assert result.n_iter == 7
 
 
+def test_progress_to_a_file_is_plain_periodic_lines(V, capsys, monkeypatch):
+    """stderr is not a terminal here (captured): no bar redraws, one line per
+    interval and one at the end."""
+    pytest.importorskip("tqdm")
+    from nmfsc.solvers._progress import PlainProgress
+
+    quiet(nmfsc.nmf_sc, V, M, sparseness_w=0.5, random_state=0, max_iter=50, progress=True)
+    err = capsys.readouterr().err
+    assert "\r" not in err and err.count("\n") == 1  # a short run: the final line only
+    assert err.startswith("nmf_sc: 50/50 it (100 %), ") and "objective=" in err
+    monkeypatch.setattr(PlainProgress, "interval", 0.0)  # a line after every iteration
+    quiet(nmfsc.nmf_sc, V, M, sparseness_w=0.5, random_state=0, max_iter=5, progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(" it")[0] for line in lines] == [
+        f"nmf_sc: {i}/5" for i in (1, 2, 3, 4, 5, 5)
+    ]
+    assert "ETA" in lines[0] and "ETA" not in lines[-1]
+
+
 def test_progress_without_tqdm_is_a_clear_import_error(V, monkeypatch):
     import sys
 

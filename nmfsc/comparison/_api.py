@@ -56,8 +56,8 @@ def compare(
     n_components : int
         M, the number of basis vectors.
     methods : sequence of str, optional
-        Names from :data:`nmfsc.comparison.METHODS` (None: all available):
-        ``nmf_sc``, ``nmf_euclidean``, ``nmf_divergence``, ``local_nmf``,
+        Names from :data:`nmfsc.comparison.METHODS` (None: all available): ``nmf_sc``,
+        ``nmf_sc_accelerated``, ``nmf_euclidean``, ``nmf_divergence``, ``local_nmf``,
         ``sparse_nmf``; with scikit-learn also ``sklearn_mu``, ``sklearn_cd``
         and ``sklearn_cd_l1``, CD with an L1 penalty on the factor nmf_sc
         constrains, tuned until its mean sparseness is within 0.01 of
@@ -78,7 +78,7 @@ def compare(
         True parts: adds :func:`nmfsc.datasets.part_recovery`.
     sparse_nmf_alpha : float, default 100.0
     progress : bool, default True
-        A tqdm bar on stderr per run, its ETA from the iteration rate.
+        A tqdm bar on stderr per run (plain lines when it is not a terminal).
     name : str, optional
         Name of the data in reports (default ``"data"``).
     holdout : float in (0, 1), optional

@@ -21,7 +21,12 @@ were made. Every fit is a full run from the shared start with the same
 ``max_iter``/``tol``. An L1 penalty only makes a factor sparser, so when the
 unpenalised fit is already sparser than :math:`s^* + 0.01` no weight can match
 it; the row then says so (``matched`` false and a ``note``) and shows the
-closest fit found.
+closest penalised fit found (with every component alive; the unpenalised fit
+only when there is none). When the unpenalised fit already matches, the note says
+that the row is that fit (no penalty was needed). Every fit runs to nmfsc's
+stopping rule (:func:`nmfsc.comparison._methods.run_sklearn`), so the
+sparseness found for a weight is that of a converged fit, not of one stopped
+by scikit-learn's own, looser rule after a few iterations.
 """
 
 from __future__ import annotations
@@ -111,15 +116,9 @@ def matched_l1(V, n_components, start, *, factor, target, fit_options, plain=Non
         )
     else:
         _search(fit, tried, target)
-    alpha, value, run = min(tried, key=lambda t: abs(t[1] - target))
+    alpha, value, run = min(_candidates(tried, target), key=lambda t: abs(t[1] - target))
     matched = abs(value - target) <= TOLERANCE
-    if not matched and not note:
-        note = (
-            f"not matched: closest mean sparseness {value:.3f} (alpha {alpha:.3g}) "
-            f"after {len(tried)} fits, target {target:.3f}"
-        )
-        if any(not np.isfinite(v) for _, v, _ in tried):
-            note += "; larger weights switch components off (all-zero columns) before reaching it"
+    note = note or _note(matched, alpha, value, target, tried)
     run = _relabel(run, alpha, factor)
     record = {
         "alpha": float(alpha),
@@ -134,6 +133,34 @@ def matched_l1(V, n_components, start, *, factor, target, fit_options, plain=Non
         "note": note,
     }
     return run, record
+
+
+def _note(matched, alpha, value, target, tried):
+    """The row's note when the search ran (see :func:`matched_l1`)."""
+    if matched and alpha == 0.0:
+        return (
+            f"matched without a penalty: unpenalised scikit-learn NMF is already as sparse "
+            f"({value:.3f}) as nmf_sc ({target:.3f}); this row is the sklearn_cd fit"
+        )
+    if matched:
+        return ""
+    note = (
+        f"not matched: closest mean sparseness {value:.3f} (alpha {alpha:.3g}) "
+        f"after {len(tried)} fits, target {target:.3f}"
+    )
+    if any(not np.isfinite(v) for _, v, _ in tried):
+        note += "; larger weights switch components off (all-zero columns) before reaching it"
+    return note
+
+
+def _candidates(tried, target):
+    """The fits the row may show: every fit when the unpenalised one matches;
+    else the penalised fits with every component alive (a row with a penalty
+    that does something), or every fit when there is none."""
+    if abs(tried[0][1] - target) <= TOLERANCE:
+        return tried
+    penalised = [t for t in tried if t[0] > 0 and np.isfinite(t[1])]
+    return penalised or tried
 
 
 def _search(fit, tried, target):

@@ -6,7 +6,7 @@ relative error :math:`\lVert V - WH \rVert_F / \lVert V \rVert_F` against
 iterations and seconds.
 
 Curves. For the solvers whose objective is :math:`\tfrac12\lVert V - WH\rVert_F^2`
-(``nmf_sc``, ``nmf_euclidean``) the curve is read off the solver's own
+(``nmf_sc``, ``nmf_sc_accelerated``, ``nmf_euclidean``) the curve is read off the solver's own
 objective record, :math:`\sqrt{2E}/\lVert V\rVert_F`, at no cost. For the others
 a callback evaluates the error after iterations 1, 2, 3, 4, 5, 7, 9, 12, ...
 (each about 1.25 times the last: 34 points in 2000 iterations) and at the
@@ -14,19 +14,23 @@ end; the callback's own time is subtracted from the clock.
 
 scikit-learn. ``sklearn.decomposition.NMF`` is fitted to ``X = V.T``
 (samples x features), so its ``W`` is our ``H.T`` and its ``components_`` our
-``W.T``; it starts from ``W=H0.T, H=W0.T`` (``init="custom"``) and runs as one
-``fit_transform`` call with the same ``max_iter`` and ``tol``, but under its
-own stopping rule: ``"mu"`` stops when the decrease of
-:math:`\lVert X - WH\rVert_F` over the last 10 iterations, relative to its
-value at the start, is below ``tol`` (tested every 10 iterations); ``"cd"``
-when the projected-gradient violation falls below ``tol`` times its first
-value. Both are looser than nmfsc's rule (relative to the current objective),
-so scikit-learn may stop earlier at the same ``tol``. scikit-learn has no
-per-iteration hook: its curve has the start and the end only, and
-``max_time`` does not apply to it. (Running it in warm-started chunks to get a
-curve and nmfsc's rule adds its per-call checks and error evaluations to its
-time, a large share of it (benchmarks/README.md), so the comparison runs it as
-its users do.)
+``W.T``; it starts from ``W=H0.T, H=W0.T`` (``init="custom"``) and runs under
+nmfsc's stopping rule, not its own: in chunks of ``window`` (10) iterations
+with scikit-learn's ``tol=0`` (so a chunk runs all its iterations), each chunk
+continued from the last one's factors (``init="custom"`` again: the iterates
+are those of one long call), until the relative decrease of its own objective
+over the last chunk,
+
+.. math:: \tfrac12 \lVert V - WH \rVert_F^2 + \lambda \lVert F \rVert_1
+
+(:math:`F` the penalised factor, :math:`\lambda` scikit-learn's scaled L1
+weight, 0 without a penalty), falls below ``tol``, or ``max_iter``, or
+``max_time``, as for nmfsc's solvers (:func:`nmfsc.solvers.framework.tol_reached`).
+scikit-learn's own rules (``"cd"``: projected-gradient violation relative to
+its first value; ``"mu"``: decrease relative to the initial error) are looser
+and can stop it after 2 iterations far from convergence, so they are not
+used. Its curve has a point after every chunk; the time of evaluating the
+objective is not counted, scikit-learn's per-call input checks are.
 
 scipy.sparse V is passed to every method as it is (nmfsc's solvers and
 scikit-learn's NMF both take it) and the errors come from sparse products
@@ -46,12 +50,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from nmfsc.comparison._errors import frobenius_norm, relative_error
-from nmfsc.solvers import ConvergenceWarning
-from nmfsc.solvers.framework import progress_bar, random_start
-from nmfsc.solvers.registry import compared_solvers, solver
+from nmfsc.solvers import ConvergenceWarning, DegenerateFitWarning
+from nmfsc.solvers.dispatch import method_name
+from nmfsc.solvers.framework import progress_bar, random_start, tol_reached
+from nmfsc.solvers.registry import SOLVERS, compared_solvers, solver
 
 __all__ = [
     "METHODS",
+    "METHOD_DESCRIPTIONS",
     "NMFSC_METHODS",
     "SKLEARN_METHODS",
     "Run",
@@ -63,12 +69,25 @@ __all__ = [
 ]
 
 #: Methods backed by nmfsc's own solvers, in the order of their table
-#: (:data:`nmfsc.solvers.registry.SOLVERS`).
+#: (:data:`nmfsc.solvers.registry.SOLVERS`): ``nmf_sc`` is
+#: ``nmf_sc(solver="hoyer")``, the paper's algorithm, ``nmf_sc_accelerated``
+#: ``nmf_sc(solver="accelerated")``, the same problem from the same start.
 NMFSC_METHODS = compared_solvers()
 #: Methods backed by scikit-learn (left out when it is not installed).
 SKLEARN_METHODS = ("sklearn_mu", "sklearn_cd", "sklearn_cd_l1")
 #: Every method name :func:`nmfsc.compare` accepts, in table order.
 METHODS = NMFSC_METHODS + SKLEARN_METHODS
+#: One line per method that names what a row of the report is.
+METHOD_DESCRIPTIONS = {
+    **{
+        method_name(s): (f"{s.name}(solver={s.variant!r}), " if s.variant else "") + s.description
+        for s in SOLVERS
+        if s.compared
+    },
+    "sklearn_mu": 'scikit-learn NMF(solver="mu")',
+    "sklearn_cd": 'scikit-learn NMF(solver="cd")',
+    "sklearn_cd_l1": 'scikit-learn NMF(solver="cd") with an L1 penalty matched to nmf_sc',
+}
 
 
 @dataclass
@@ -167,7 +186,8 @@ def run_method(method, V, n_components, start, *, params, max_iter, tol, max_tim
     curve = None if spec.squared_error else _Curve(V, W0, H0)  # None: read off E
     t0 = time.perf_counter()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)  # the row has the stop
+        warnings.simplefilter("ignore", DegenerateFitWarning)  # and the dead samples
         result = spec.run(
             V,
             n_components,
@@ -215,6 +235,11 @@ def _sklearn_model(solver, n_components, alpha_W, alpha_H, max_iter, tol):
     )
 
 
+#: Iterations of one scikit-learn call: nmfsc's ``window``, over which the
+#: stopping rule compares the objective.
+SKLEARN_CHUNK = 10
+
+
 def run_sklearn(
     V,
     n_components,
@@ -229,7 +254,7 @@ def run_sklearn(
     progress,
     label=None,
 ):
-    r"""scikit-learn's NMF from ``start``, one call (see the module notes).
+    r"""scikit-learn's NMF from ``start``, to nmfsc's stopping rule (see the module notes).
 
     Parameters
     ----------
@@ -240,48 +265,80 @@ def run_sklearn(
         :math:`\alpha\,\lVert\cdot\rVert_1` (``l1_ratio=1``): ``"W"`` is
         scikit-learn's ``alpha_H`` (our W is its ``components_.T``), ``"H"`` its
         ``alpha_W``. scikit-learn scales the weight by the other dimension
-        (``alpha_H * n_samples``, ``alpha_W * n_features``).
+        (``alpha_H * n_samples``, ``alpha_W * n_features``): the objective's
+        :math:`\lambda` is ``alpha * T`` for W, ``alpha * N`` for H.
     alpha : float
         The L1 weight.
-    max_iter, tol
-        scikit-learn's own (its stopping rule); ``max_time`` is not used.
+    max_iter, tol, max_time
+        nmfsc's budgets and rule: stop when the objective's relative decrease
+        over the last :data:`SKLEARN_CHUNK` iterations is below ``tol``.
 
     Returns
     -------
     Run
+        ``stop_reason`` ``"tol"`` (nmfsc's rule, or an exact fixed point),
+        ``"max_iter"`` or ``"max_time"``.
     """
     from sklearn.exceptions import ConvergenceWarning as SkConvergenceWarning
 
     label = label or f"sklearn_{solver}"
     W0, H0 = start
+    N, T = V.shape
     alpha_W = float(alpha) if penalty == "H" else 0.0
     alpha_H = float(alpha) if penalty == "W" else 0.0
-    model = _sklearn_model(solver, n_components, alpha_W, alpha_H, max_iter, tol)
-    bar = progress_bar(progress, label, max_iter)
-    t0 = time.perf_counter()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", SkConvergenceWarning)
-            coef = model.fit_transform(  # scikit-learn wants the start in X's dtype
-                V.T, W=np.array(H0.T, dtype=V.dtype), H=np.array(W0.T, dtype=V.dtype)
-            )
-    finally:
-        wall = time.perf_counter() - t0
-        if bar is not None:
-            bar.update(max_iter)
-            bar.close()
-    n_iter = int(model.n_iter_)
+    weight = float(alpha) * (T if penalty == "W" else N)  # scikit-learn's scaling
     norm_V = frobenius_norm(V)
-    run = Run(
-        label,
-        model.components_.T.copy(),
-        coef.T.copy(),
-        n_iter,
-        "tol" if n_iter < max_iter else "max_iter",
-        wall,
-    )
-    run.iterations = [0, n_iter]
-    run.times = [0.0, wall]
-    run.errors = [relative_error(V, W0, H0, norm_V), float(model.reconstruction_err_) / norm_V]
+    X = V.T
+    W_sk = np.array(H0.T, dtype=V.dtype)  # scikit-learn wants the start in X's dtype
+    H_sk = np.array(W0.T, dtype=V.dtype)
+
+    def objective(W, H):
+        error = relative_error(V, W, H, norm_V)
+        penalised = H if penalty == "H" else W
+        l1 = weight * float(np.abs(penalised).sum()) if penalty else 0.0
+        return 0.5 * (error * norm_V) ** 2 + l1, error
+
+    E0, e0 = objective(H_sk.T, W_sk.T)
+    history, iterations, times, errors = [E0], [0], [0.0], [e0]
+    bar = progress_bar(progress, label, max_iter)
+    n_iter, elapsed, stop = 0, 0.0, None
+    try:
+        while (stop := _sklearn_stop(history, n_iter, elapsed, max_iter, tol, max_time)) is None:
+            chunk = min(SKLEARN_CHUNK, max_iter - n_iter)
+            model = _sklearn_model(solver, n_components, alpha_W, alpha_H, chunk, 0.0)
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", SkConvergenceWarning)
+                W_sk = model.fit_transform(X, W=W_sk, H=H_sk)
+            H_sk, done = model.components_, int(model.n_iter_)
+            elapsed += time.perf_counter() - t0
+            n_iter += done
+            E, e = objective(H_sk.T, W_sk.T)
+            history.append(E)
+            iterations.append(n_iter)
+            times.append(elapsed)
+            errors.append(e)
+            if bar is not None:
+                bar.update(done)
+            if done < chunk:  # scikit-learn's tol=0 rule: an exact fixed point
+                stop = "tol"
+                break
+    finally:
+        if bar is not None:
+            bar.close()
+    run = Run(label, H_sk.T.copy(), W_sk.T.copy(), n_iter, stop, elapsed)
+    run.iterations, run.times, run.errors = iterations, times, errors
     run.params = {"alpha": float(alpha), "penalty_on": penalty} if penalty else {}
     return run
+
+
+def _sklearn_stop(history, n_iter, elapsed, max_iter, tol, max_time):
+    """nmfsc's stop reason before the next chunk (``history``: the objective
+    after every chunk of :data:`SKLEARN_CHUNK` iterations), or None."""
+    if tol_reached(history, 1, tol):
+        return "tol"
+    if n_iter >= max_iter:
+        return "max_iter"
+    if max_time is not None and elapsed >= max_time:
+        return "max_time"
+    return None

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from nmfsc.comparison._methods import METHODS
+from nmfsc.comparison._methods import METHOD_DESCRIPTIONS, METHODS
 
 __all__ = ["COLUMNS", "SUMMARY_KEYS", "csv_text", "json_document", "markdown", "summarize"]
 
@@ -26,11 +26,14 @@ COLUMNS = (
     ("locality", "locality", "{:.3f}"),
     ("orientation", "orientation", "{:.3f}"),
     ("part_recovery", "part recovery", "{:.3f}"),
+    ("dead_samples", "dead samples", "{:g}"),
     ("n_iter", "iterations", "{:g}"),
     ("stop_reason", "stop", "{}"),
     ("time_s", "time (s)", "{:.2f}"),
     ("alpha", "L1 alpha", "{:.3g}"),
 )
+#: Stop reasons of a converged run (any other is marked "not converged").
+CONVERGED = ("tol", "step_size")
 #: Numeric row keys summarised over seeds (median, min, max).
 SUMMARY_KEYS = (
     "relative_error",
@@ -41,6 +44,7 @@ SUMMARY_KEYS = (
     "locality",
     "orientation",
     "part_recovery",
+    "dead_samples",
     "n_iter",
     "time_s",
     "alpha",
@@ -79,6 +83,7 @@ def summarize(rows):
             else:
                 entry[f"{key}_median"] = entry[f"{key}_min"] = entry[f"{key}_max"] = None
         reasons = [r["stop_reason"] for r in group]
+        entry["n_converged"] = sum(reason in CONVERGED for reason in reasons)
         entry["stop_reasons"] = ", ".join(
             f"{s} x{reasons.count(s)}" for s in dict.fromkeys(reasons)
         )
@@ -109,6 +114,8 @@ def run_table(rows) -> str:
         cells = [_cell(row.get(k), f) for k, _, f in columns]
         if row.get("matched") is False:
             cells[0] += " (not matched)"
+        if row.get("stop_reason") not in CONVERGED:
+            cells[0] += " (not converged)"
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -122,6 +129,8 @@ def summary_table(summary, rows) -> str:
     ]
     for entry in summary:
         cells = [entry["method"] + (f" (matched {entry['matched']})" if "matched" in entry else "")]
+        if entry["n_converged"] < entry["n_seeds"]:
+            cells[0] += f" (converged {entry['n_converged']}/{entry['n_seeds']})"
         for key, _, fmt in columns[1:]:
             med, lo, hi = (entry.get(f"{key}_{s}") for s in ("median", "min", "max"))
             if med is None:
@@ -137,12 +146,19 @@ def summary_table(summary, rows) -> str:
 def _budget_text(s):
     time_cap = "no time cap" if s["max_time"] is None else f"max_time {s['max_time']:g} s per run"
     return (
-        f"Budgets: max_iter {s['max_iter']}, tol {s['tol']:g} (nmfsc: relative decrease of "
-        f"the objective over 10 iterations), {time_cap}. scikit-learn gets the same max_iter "
-        "and tol under its own, looser stopping rule (mu: decrease over 10 iterations "
-        "relative to the initial error; cd: gradient violation relative to its first "
-        "value), has no time cap, and its error curve has only its start and end."
+        f"Budgets: max_iter {s['max_iter']}, tol {s['tol']:g}, {time_cap}. Every method, "
+        "scikit-learn's included, runs to the same rule: it stops when the relative "
+        "decrease of its own objective over 10 iterations falls below tol (scikit-learn "
+        "is run in chunks of 10 iterations, each continued from the last one's factors, "
+        "and its objective evaluated after each chunk; its own, looser stopping rules are "
+        "not used). A run stopped by max_iter or max_time is marked (not converged)."
     )
+
+
+def _legend(rows):
+    """One line per method of the table: what the row is."""
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    return "Methods:\n" + "\n".join(f"- {m}: {METHOD_DESCRIPTIONS[m]}" for m in methods)
 
 
 def _matched_text(records):
@@ -185,6 +201,7 @@ def markdown(comparison, quick=False) -> str:
         title,
         intro,
         _budget_text(s),
+        _legend(comparison.rows),
         WHY_BOTH,
         _matched_text(comparison.matched),
         "## Summary over seeds (median [min–max])",

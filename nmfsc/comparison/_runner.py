@@ -11,6 +11,10 @@ Scores of one run (V is N x T, W is N x M, H is M x T):
   term on H) has a large :math:`e` although :math:`c^* WH` fits well;
 - mean Hoyer sparseness of W's columns and of H's rows (all-zero components
   left out and counted in ``zero_components``);
+- ``dead_samples``: samples whose column of H is all zero although the fit
+  would gain by giving them coefficients (see
+  :func:`nmfsc.solvers.framework.degenerate_counts` and
+  :class:`nmfsc.DegenerateFitWarning`);
 - with ``image_shape``: mean :func:`nmfsc.locality` of the basis images, or
   with ``on_off=True`` the mean :func:`nmfsc.orientation` of the ON-minus-OFF
   filters;
@@ -47,8 +51,8 @@ from nmfsc.comparison._methods import (
     starting_point,
 )
 from nmfsc.scores import locality, orientation, sparseness_summary
-from nmfsc.solvers import ConvergenceWarning
-from nmfsc.solvers.framework import is_sparse
+from nmfsc.solvers import ConvergenceWarning, DegenerateFitWarning
+from nmfsc.solvers.framework import degenerate_counts, is_sparse
 from nmfsc.solvers.registry import SPARSENESS, solver
 
 __all__ = ["check_methods", "run_all", "score_run"]
@@ -167,6 +171,7 @@ def score_run(V, run, seed, *, image_shape=None, on_off=False, parts=None):
         "sparseness_W": _finite(summary["W"]["mean"]),
         "sparseness_H": _finite(summary["H"]["mean"]),
         "zero_components": int(summary["W"]["n_undefined"]),
+        "dead_samples": degenerate_counts(run.W, run.H, lambda columns: V[:, columns])[0],
     }
     if image_shape is not None:
         nonzero = bool(np.any(run.W != 0))
@@ -198,6 +203,7 @@ def warm_up(methods, sparse_nmf_alpha, like=None):
         V = V.tocsc() if like.format == "csc" else V.tocsr()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", DegenerateFitWarning)
         for method in methods:
             if method not in SKLEARN_METHODS:
                 params = _params(method, {"sparseness_w": 0.5}, sparse_nmf_alpha)

@@ -18,6 +18,10 @@ Files live in :func:`data_dir`: ``$NMFSC_DATA_DIR`` when set, else the OS cache.
 
 Synthetic data: :func:`swimmer`, :func:`bars`, scored by :func:`part_recovery`.
 
+Natural images of one's own: :func:`whiten_images` (Olshausen & Field's whitening
+filter) and :func:`on_off_patches` (random patches as ON/OFF channels, the
+preprocessing of :func:`load_natural`).
+
 What each real data set is (files, reader, preprocessing, shapes, credit) is written
 once, in the table :data:`nmfsc.datasets.catalog.DATASETS`.
 """
@@ -35,6 +39,7 @@ from ._loaders import (
     natural_images,
     orl_images,
 )
+from ._preprocess import on_off_patches, whiten_images
 from .catalog import download_all
 from .synthetic import SWIMMER_SHAPE, bars, part_recovery, swimmer
 
@@ -55,7 +60,9 @@ __all__ = [
     "load_natural",
     "load_orl",
     "natural_images",
+    "on_off_patches",
     "orl_images",
     "part_recovery",
     "swimmer",
+    "whiten_images",
 ]

@@ -236,6 +236,135 @@ def on_off(X: np.ndarray) -> np.ndarray:
     return V / np.sqrt(np.mean(V**2, axis=1, keepdims=True))
 
 
+# --- Natural images of one's own: whitening and ON/OFF patches (public) -------------
+
+
+def whiten_images(images: np.ndarray, cutoff: float = 0.4) -> np.ndarray:
+    r"""Whiten natural images with Olshausen & Field's filter, as sparsenet's images are.
+
+    Natural images have an amplitude spectrum falling as about :math:`1/f`; the
+    filter flattens it and damps the highest frequencies (where noise and
+    aliasing dominate). Each image's Fourier transform is multiplied by
+
+    .. math:: R(f) = f \, e^{-(f / f_0)^4}, \qquad f_0 = \text{cutoff} \cdot \min(h, w),
+
+    where :math:`f = \sqrt{f_x^2 + f_y^2}` is the frequency in cycles per image
+    (:math:`f_x \in \{-w/2, \dots, w/2 - 1\}`, :math:`f_y` likewise; the mean,
+    :math:`f = 0`, is removed), and the real part of the inverse transform is
+    kept. The whole stack is then scaled so that the mean over images of each
+    image's pixel variance is 0.1, as in sparsenet's ``IMAGES.mat``
+    (Olshausen's ``make-your-own-images``: the same filter with
+    :math:`f_0 = 0.4 N` for N x N images). The result is the input that
+    :func:`on_off_patches` expects (and :func:`nmfsc.datasets.natural_images`
+    returns).
+
+    Parameters
+    ----------
+    images : array_like, shape (n_images, height, width) or (height, width)
+        Grey levels (any units: the result is rescaled).
+    cutoff : float, default 0.4
+        :math:`f_0` as a fraction of the smaller side, in cycles per image.
+
+    Returns
+    -------
+    whitened : ndarray of float64, the shape of ``images``
+        Zero-mean images; the mean of their variances is 0.1.
+
+    Raises
+    ------
+    ValueError
+        Not 2-D or 3-D, smaller than 2 x 2, not finite, constant, or
+        ``cutoff`` not > 0.
+
+    References
+    ----------
+    B. A. Olshausen and D. J. Field, "Sparse coding with an overcomplete basis
+    set: a strategy employed by V1?", Vision Research 37:3311-3325, 1997.
+    """
+    stack = np.asarray(images, dtype=np.float64)
+    single = stack.ndim == 2
+    if single:
+        stack = stack[None]
+    if stack.ndim != 3 or min(stack.shape[1:]) < 2 or stack.shape[0] == 0:
+        raise ValueError(
+            f"images must be one image (height, width) or a stack (n_images, height, width) "
+            f"of at least 2 x 2 pixels, got shape {np.shape(images)}"
+        )
+    if not np.all(np.isfinite(stack)):
+        raise ValueError("images hold NaN or infinite values")
+    if not (np.isfinite(cutoff) and cutoff > 0):
+        raise ValueError(f"cutoff must be a number > 0, got {cutoff!r}")
+    height, width = stack.shape[1:]
+    fy = np.fft.fftfreq(height) * height  # cycles per image, in FFT order
+    fx = np.fft.fftfreq(width) * width
+    rho = np.hypot(fy[:, None], fx[None, :])
+    f0 = cutoff * min(height, width)
+    response = rho * np.exp(-((rho / f0) ** 4))
+    whitened = np.real(np.fft.ifft2(np.fft.fft2(stack) * response))
+    spread = np.mean(np.var(whitened.reshape(len(whitened), -1), axis=1))
+    if spread == 0:
+        raise ValueError("the images are constant: whitening leaves nothing")
+    whitened *= np.sqrt(0.1 / spread)
+    return whitened[0] if single else whitened
+
+
+def on_off_patches(
+    images: np.ndarray,
+    n_patches: int = 10000,
+    patch_size: int = 12,
+    random_state: int | np.random.Generator | None = None,
+) -> np.ndarray:
+    """ON/OFF patches of one's own whitened images, as the paper's natural data set.
+
+    The preprocessing of :func:`nmfsc.datasets.load_natural`, on any stack of
+    whitened images (for example :func:`whiten_images` of one's own
+    photographs): square patches are cut at uniformly random positions
+    (:func:`sample_patches`: ``n_patches // n_images`` from each image, the
+    rest from the last one, at least 4 pixels from the top and left edges and
+    5 from the bottom and right), flattened row-major and split into
+    ON = max(x, 0) and OFF = max(-x, 0) channels (:func:`on_off`: stacked,
+    floored at 1e-4, each row divided by its root mean square). On the
+    sparsenet images it gives ``load_natural``'s matrix to the last bit.
+
+    Parameters
+    ----------
+    images : array_like, shape (n_images, height, width)
+        Whitened, zero-mean images.
+    n_patches : int, default 10000
+        Number of patches (columns of V); at least the number of images.
+    patch_size : int, default 12
+        Side of the square patches.
+    random_state : int, numpy.random.Generator or None
+        Seed or generator of the positions (``np.random.default_rng``).
+
+    Returns
+    -------
+    V : ndarray of float64, shape (2 * patch_size ** 2, n_patches)
+        Rows ``0 .. patch_size**2 - 1`` the ON channel, the rest the OFF channel;
+        ``V[:p*p, j].reshape(p, p)`` is patch j's ON channel. Pass
+        ``image_shape=(p, p), on_off=True`` to :func:`nmfsc.compare` and
+        :func:`nmfsc.orientation`.
+
+    Raises
+    ------
+    ValueError
+        Not a 3-D stack, fewer patches than images, or patches too large for
+        the images with their border.
+    """
+    from nmfsc._validation import check_positive_int, check_random_state
+
+    stack = np.asarray(images, dtype=np.float64)
+    if stack.ndim != 3:
+        raise ValueError(
+            f"images must be a stack (n_images, height, width), got shape {stack.shape}; "
+            "pass one image as images[None]"
+        )
+    n_patches = check_positive_int(n_patches, "n_patches")
+    patch_size = check_positive_int(patch_size, "patch_size")
+    check_random_state(random_state)
+    return natural_matrix(stack, n_patches, patch_size, random_state)
+
+
 # --- Each data set's whole preprocessing, from its raw images to its data matrix V ----
 
 

@@ -20,7 +20,12 @@ sections), ``_result`` (the result and warning). The input checks are in
 """
 
 from nmfsc.solvers import registry  # noqa: F401  (importing it installs the solvers' table)
-from nmfsc.solvers._result import ConvergenceWarning, IterationState, NMFResult
+from nmfsc.solvers._result import (
+    ConvergenceWarning,
+    DegenerateFitWarning,
+    IterationState,
+    NMFResult,
+)
 from nmfsc.solvers.checkpoint import CheckpointMismatchError
 from nmfsc.solvers.hoyer import nmf_sc
 from nmfsc.solvers.penalized import local_nmf, sparse_nmf
@@ -29,6 +34,7 @@ from nmfsc.solvers.standard import nmf_divergence, nmf_euclidean
 __all__ = [
     "CheckpointMismatchError",
     "ConvergenceWarning",
+    "DegenerateFitWarning",
     "IterationState",
     "NMFResult",
     "local_nmf",

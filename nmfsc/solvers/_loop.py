@@ -45,7 +45,15 @@ import numpy as np
 
 from nmfsc._validation import check_data, check_positive_int
 from nmfsc.solvers._data import ScaledData, make_data
-from nmfsc.solvers._result import ConvergenceWarning, IterationState, NMFResult
+from nmfsc.solvers._progress import progress_bar, show_progress
+from nmfsc.solvers._result import (
+    ConvergenceWarning,
+    DegenerateFitWarning,
+    IterationState,
+    NMFResult,
+    degenerate_counts,
+    degenerate_message,
+)
 from nmfsc.solvers._start import fresh_start, start_description
 from nmfsc.solvers.checkpoint import (
     check_checkpoint_path,
@@ -55,7 +63,7 @@ from nmfsc.solvers.checkpoint import (
 )
 from nmfsc.sparseness import sparseness_or_nan
 
-__all__ = ["Run", "Steps", "progress_bar", "solve", "tol_reached"]
+__all__ = ["Run", "Steps", "solve", "tol_reached"]
 
 _WARN_HINT = {
     "max_iter": "max_iter={max_iter} reached; raise max_iter (or loosen tol={tol}) "
@@ -78,6 +86,9 @@ class Steps:
     """
 
     name = "?"
+    #: What to suggest when a fit leaves dead samples or unused components
+    #: (:class:`DegenerateFitWarning`); None: count them, do not warn.
+    degenerate_hint: str | None = None
     #: The objective of V / s is s**-power times the objective of V.
     objective_power = 2
     #: The scalar entries of a state besides W and H (step sizes, each > 0).
@@ -126,20 +137,6 @@ def _read_only(X):
     view = X.view()
     view.flags.writeable = False
     return view
-
-
-def progress_bar(progress, name, total, initial=0):
-    """A tqdm bar on stderr counting iterations (its ETA comes from their rate),
-    or None when ``progress`` is false; a clear ImportError without tqdm."""
-    if not progress:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        raise ImportError(
-            "progress=True needs tqdm (pip install tqdm); or pass progress=False"
-        ) from None
-    return tqdm(total=total, initial=initial, desc=name, unit="it", dynamic_ncols=True)
 
 
 def solve(make_steps, V, n_components, *, solver_params, settings):
@@ -231,6 +228,7 @@ class Run:
         stop = self.iterate()
         self.finish()
         result = self.result(stop)  # before the warning: an error here must not be lost behind it
+        self.warn_if_degenerate(result, stacklevel + 1)
         if stop in _WARN_HINT:
             s = self.settings
             hint = _WARN_HINT[stop].format(max_iter=s.max_iter, tol=s.tol, max_time=s.max_time)
@@ -241,6 +239,16 @@ class Run:
                 stacklevel=stacklevel,
             )
         return result
+
+    def warn_if_degenerate(self, result, stacklevel):
+        """A :class:`DegenerateFitWarning` when the solver has a hint (see below)."""
+        message = degenerate_message(result, self.steps.name, self.steps.degenerate_hint)
+        if message is not None:
+            warnings.warn(message, DegenerateFitWarning, stacklevel=stacklevel)
+
+    def data_columns(self, columns):
+        """V's ``columns`` (indices), dense or scipy.sparse."""
+        return self.V[:, columns]
 
     def start_or_resume(self):
         """The committed iterate and histories: from the checkpoint when resuming
@@ -292,7 +300,7 @@ class Run:
         new_state, objective, reason = self.steps.step(self.committed[0])
         self.record(new_state, objective)
         if bar is not None and objective is not None:
-            _show_progress(bar, self.history)
+            show_progress(bar, self.history)
         if reason is not None:
             return reason
         if self.callback_stops():
@@ -361,8 +369,14 @@ class Run:
         """The :class:`NMFResult` of the committed iterate, in V's units."""
         state, iteration = self.committed
         s = self.settings
+        factors = self.final_factors(state)
+        dead, unused = degenerate_counts(factors["W"], factors["H"], self.data_columns)
+        if self.params.get("sparseness_h") is not None:
+            dead = None  # H's zeros are the constraint's (see NMFResult.dead_samples)
         return NMFResult(
-            **self.final_factors(state),
+            **factors,
+            dead_samples=dead,
+            unused_components=unused,
             objective=np.array(self.history),
             times=np.array(self.times),
             n_iter=iteration,
@@ -433,10 +447,3 @@ def in_data_units(W_normalised, scale, *, in_place):
             "power of ten (e.g. 1e10) and multiply W by it afterwards"
         )
     return W
-
-
-def _show_progress(bar, history):
-    prev = history[-2]
-    change = (prev - history[-1]) / abs(prev) if prev != 0 else 0.0
-    bar.set_postfix(objective=f"{history[-1]:.6g}", rel_change=f"{change:.2e}", refresh=False)
-    bar.update(1)

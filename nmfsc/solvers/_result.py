@@ -6,7 +6,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["ConvergenceWarning", "NMFResult", "IterationState"]
+__all__ = [
+    "ConvergenceWarning",
+    "DegenerateFitWarning",
+    "IterationState",
+    "NMFResult",
+    "degenerate_counts",
+    "degenerate_message",
+]
 
 
 class ConvergenceWarning(UserWarning):
@@ -14,6 +21,23 @@ class ConvergenceWarning(UserWarning):
 
     Given for the stop reasons ``"max_iter"``, ``"max_time"`` and
     ``"interrupted"``; the message names the limit and how to raise it.
+    """
+
+
+class DegenerateFitWarning(UserWarning):
+    """A fit left samples with all-zero coefficients or components unused.
+
+    A dead sample is a column of V whose column of H is all zero (``W H`` is
+    zero there) although some basis vector overlaps it (:math:`W^T v_j` has a
+    positive entry, so a coefficient would lower the error); a component whose
+    column of W or row of H is all zero adds nothing to the fit. With
+    multiplicative updates (nmf_sc's unconstrained factor, and the projection's
+    zeros for a very sparse target) a zero never moves again, so such a fit can
+    stop "converged" far above the optimum. The message names how many; for
+    ``nmf_sc(solver="hoyer")`` it suggests ``solver="accelerated"`` (block
+    coordinate descent, which can revive a zero row or column). The counts are
+    also in :attr:`NMFResult.dead_samples` and
+    :attr:`NMFResult.unused_components`.
     """
 
 
@@ -68,6 +92,16 @@ class NMFResult:
     relative_error : float
         ``||V - W H||_F / ||V||_F``, computed on the normalised data (the same
         number, finite at any scale of V).
+    dead_samples : int or None
+        Samples whose coefficients (column of H) are all zero although a
+        basis vector overlaps them (a positive entry of :math:`W^T v_j`: a
+        coefficient would lower the error); the fit does not represent them.
+        None when not counted: a Dask array H, or nmf_sc with ``sparseness_h``
+        (H's zeros are then the constraint's: rows with few non-zeros must
+        leave some samples at zero).
+    unused_components : int
+        Components whose column of W or row of H is all zero. nmf_sc warns
+        with :class:`DegenerateFitWarning` when either count is above zero.
     """
 
     W: np.ndarray
@@ -85,6 +119,8 @@ class NMFResult:
     objective_units: str = "V"
     step_sizes: tuple | None = None
     relative_error: float = float("nan")
+    dead_samples: int | None = 0
+    unused_components: int = 0
 
     def __repr__(self):
         N, M = self.W.shape
@@ -120,3 +156,46 @@ class IterationState:
     W: np.ndarray
     H: np.ndarray
     elapsed: float
+
+
+def degenerate_counts(W, H, data_columns):
+    r"""``(dead_samples, unused_components)`` of a fit (see :class:`NMFResult`).
+
+    A dead sample j has an all-zero column of H although the fit would gain by
+    giving it coefficients: :math:`(W^T V)_{:j}` has a positive entry, so the
+    gradient of :math:`\tfrac12\lVert V - WH\rVert_F^2` in :math:`H_{:j}` is
+    negative somewhere (a column of V that no basis vector touches is rightly
+    left at zero and not counted). ``data_columns(indices)`` gives those
+    columns of V (dense or scipy.sparse; only the all-zero columns of H are
+    read). An unused component has an all-zero column of W or row of H.
+    ``dead_samples`` is None when H is not a NumPy array (a Dask array: not
+    counted).
+    """
+    unused_w = ~np.any(W != 0, axis=0)
+    if not isinstance(H, np.ndarray):
+        return None, int(np.count_nonzero(unused_w))
+    unused = unused_w | ~np.any(H != 0, axis=1)
+    zero_columns = np.flatnonzero(~np.any(H != 0, axis=0))
+    dead = 0
+    for start in range(0, zero_columns.size, 1024):  # a block of V's columns at a time
+        part = data_columns(zero_columns[start : start + 1024])
+        gain = np.asarray(part.T @ W)  # (W^T V)^T for these columns, sparse V too
+        dead += int(np.count_nonzero(np.any(gain > 0, axis=1)))
+    return dead, int(np.count_nonzero(unused))
+
+
+def degenerate_message(result, name, hint):
+    """The :class:`DegenerateFitWarning` text for ``result`` (None: nothing to say,
+    or no ``hint``, the solver's remedy)."""
+    dead, unused = result.dead_samples or 0, result.unused_components
+    if hint is None or not (dead or unused):
+        return None
+    N, M = result.W.shape
+    T = result.H.shape[1]
+    what = [f"{dead} of {T} samples with all-zero coefficients (columns of H)"] if dead else []
+    if unused:
+        what.append(f"{unused} of {M} components unused (zero in W or H)")
+    return (
+        f"{name} left {' and '.join(what)} after {result.n_iter} iterations "
+        f"(stop: {result.stop_reason}); {hint}"
+    )

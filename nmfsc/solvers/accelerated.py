@@ -107,6 +107,7 @@ class AcceleratedSteps(HoyerSteps):
     (no step sizes)."""
 
     name = "nmf_sc (accelerated)"
+    degenerate_hint = "try another random_state, fewer components or a lower sparseness target"
     state_scalars: tuple[str, ...] = ()
 
     def initialize(self, W, H):

@@ -50,6 +50,7 @@ __all__ = [
     "SolverSpec",
     "backend_for",
     "install",
+    "method_name",
     "register_backend",
     "run_steps",
     "solver_specs",
@@ -88,7 +89,10 @@ class SolverSpec:
         Whether its objective is :math:`\\tfrac12\\lVert V - WH\\rVert_F^2`, so that
         its relative error is read off its objective history.
     compared : bool
-        Whether :func:`nmfsc.compare` offers it as a method.
+        Whether :func:`nmfsc.compare` offers it as a method (named by
+        :func:`method_name`).
+    description : str
+        One line that says what it is, for :func:`nmfsc.compare`'s report.
     """
 
     name: str
@@ -100,6 +104,7 @@ class SolverSpec:
     masked_steps: type | None = None
     squared_error: bool = False
     compared: bool = True
+    description: str = ""
 
     def run(self, V, n_components, **keywords):
         """Call the public function, with ``solver=`` set for a variant."""
@@ -174,6 +179,16 @@ def run_steps(steps: type, V, n_components, *, params: dict, settings, mask=None
             )
     make_steps = partial(steps, **params)
     return Run(make_steps, V, n_components, params, settings).run(stacklevel=4)
+
+
+def method_name(spec: SolverSpec) -> str:
+    """The name :func:`nmfsc.compare` and ``reproduce`` give the row ``spec``: the
+    function's name, with ``_<variant>`` after it for a variant other than the
+    default (``nmf_sc`` for ``solver="hoyer"``, ``nmf_sc_accelerated`` for
+    ``solver="accelerated"``)."""
+    if spec.variant is None or spec.variant == _default_variant(spec):
+        return spec.name
+    return f"{spec.name}_{spec.variant}"
 
 
 def _default_variant(spec: SolverSpec) -> str | None:

@@ -205,6 +205,11 @@ class HoyerSteps(SquaredErrorSteps):
     """
 
     name = "nmf_sc"
+    degenerate_hint: str | None = (
+        "a zero of the multiplicative update (or of the projection) never moves again; "
+        'solver="accelerated" (nmfsc fit --solver accelerated) solves the same problem from '
+        "the same start by block coordinate descent and can revive them"
+    )
     state_scalars: tuple[str, ...] = ("mu_W", "mu_H")
 
     def __init__(self, data, n_components, sparseness_w, sparseness_h):

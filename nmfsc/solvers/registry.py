@@ -19,7 +19,7 @@ module, one row here and its export from ``nmfsc.solvers`` and ``nmfsc``.
 from __future__ import annotations
 
 from nmfsc.solvers.accelerated import AcceleratedSteps
-from nmfsc.solvers.dispatch import IN_MEMORY, SolverSpec, install, solver_specs
+from nmfsc.solvers.dispatch import IN_MEMORY, SolverSpec, install, method_name, solver_specs
 from nmfsc.solvers.hoyer import HoyerSteps, nmf_sc
 from nmfsc.solvers.masked import MaskedEuclideanSteps, MaskedHoyerSteps
 from nmfsc.solvers.penalized import LiuSparseSteps, LocalSteps, local_nmf, sparse_nmf
@@ -50,6 +50,7 @@ SOLVERS: tuple[SolverSpec, ...] = (
         backends=(IN_MEMORY, DASK),
         masked_steps=MaskedHoyerSteps,
         squared_error=True,
+        description="the paper's projected gradient algorithm",
     ),
     SolverSpec(
         "nmf_sc",
@@ -58,7 +59,7 @@ SOLVERS: tuple[SolverSpec, ...] = (
         SPARSENESS,
         variant="accelerated",
         squared_error=True,
-        compared=False,
+        description="the same problem and start, solved by block coordinate descent",
     ),
     SolverSpec(
         "nmf_euclidean",
@@ -67,18 +68,38 @@ SOLVERS: tuple[SolverSpec, ...] = (
         backends=(IN_MEMORY, DASK),
         masked_steps=MaskedEuclideanSteps,
         squared_error=True,
+        description="Lee & Seung's multiplicative updates, Euclidean",
     ),
-    SolverSpec("nmf_divergence", nmf_divergence, DivergenceSteps),
-    SolverSpec("local_nmf", local_nmf, LocalSteps, ("alpha", "beta")),
-    SolverSpec("sparse_nmf", sparse_nmf, LiuSparseSteps, ("alpha",)),
+    SolverSpec(
+        "nmf_divergence",
+        nmf_divergence,
+        DivergenceSteps,
+        description="Lee & Seung's multiplicative updates, divergence",
+    ),
+    SolverSpec(
+        "local_nmf",
+        local_nmf,
+        LocalSteps,
+        ("alpha", "beta"),
+        description="local NMF (Li et al. 2001)",
+    ),
+    SolverSpec(
+        "sparse_nmf",
+        sparse_nmf,
+        LiuSparseSteps,
+        ("alpha",),
+        description="sparse NMF with an L1 penalty on H (Hoyer 2002)",
+    ),
 )
 install(SOLVERS)
 
 
 def solver(name: str) -> SolverSpec:
-    """The row of the public solver ``name`` (its default variant for nmf_sc)."""
+    """The row named ``name`` (:func:`~nmfsc.solvers.dispatch.method_name`): a
+    public solver's name gives its default variant (``"nmf_sc"``: the paper's
+    algorithm), ``<name>_<variant>`` another variant."""
     for spec in solver_specs():
-        if spec.name == name:
+        if method_name(spec) == name:
             return spec
     raise ValueError(f"unknown solver {name!r}")
 
@@ -90,8 +111,9 @@ def variants(function) -> tuple[str, ...]:
 
 
 def compared_solvers() -> tuple[str, ...]:
-    """The names :func:`nmfsc.compare` runs, in table order."""
-    return tuple(dict.fromkeys(s.name for s in solver_specs() if s.compared))
+    """The names :func:`nmfsc.compare` runs (:func:`~nmfsc.solvers.dispatch.method_name`),
+    in table order."""
+    return tuple(method_name(s) for s in solver_specs() if s.compared)
 
 
 def masked_solvers() -> tuple[str, ...]:
