@@ -80,7 +80,7 @@ METHODS = NMFSC_METHODS + SKLEARN_METHODS
 #: One line per method that names what a row of the report is.
 METHOD_DESCRIPTIONS = {
     **{
-        method_name(s): (f"{s.name}(solver={s.variant!r}), " if s.variant else "") + s.description
+        method_name(s): (f'{s.name}(solver="{s.variant}"), ' if s.variant else "") + s.description
         for s in SOLVERS
         if s.compared
     },
