@@ -71,6 +71,11 @@ _TARGET_RTOL = 1e-12
 # float or a Python int: float(value) is then exact or the value numpy would use).
 _SCALAR_TYPES = (float, int, np.float64)
 _FLOAT64 = np.dtype(np.float64)
+# The longest columns that project_batch(axis=0) projects in place
+# (_k.project_columns: two scratch blocks of COLUMN_BLOCK x n float64, 2 MiB
+# at this n, stay in cache); longer ones are transposed whole, which streams
+# better than gathering them from memory.
+_COLUMNS_MAX_N = 16384
 
 
 def _method_code(method):
@@ -328,11 +333,18 @@ def project_batch(
         count, n = X.shape[::-1] if axis == 0 else X.shape
         targets = _fast_targets(l1, l2, n)
         if targets is not None:
-            vectors = np.ascontiguousarray(X.T) if axis == 0 else X
-            result = _batch_kernel(vectors, targets[0], targets[1], nonneg, code, parallel)
+            if axis == 0 and n <= _COLUMNS_MAX_N:
+                count = X.shape[1]
+                l1a, l2a = np.full(count, targets[0]), np.full(count, targets[1])
+                out, status, passes = _columns_kernel(X, l1a, l2a, nonneg, code, parallel)
+                result = None if status.any() else (out, passes)
+            else:
+                vectors = np.ascontiguousarray(X.T) if axis == 0 else X
+                result = _batch_kernel(vectors, targets[0], targets[1], nonneg, code, parallel)
+                if result is not None and axis == 0:
+                    result = (np.ascontiguousarray(result[0].T), result[1])
             if result is not None:
                 out, passes = result
-                out = np.ascontiguousarray(out.T) if axis == 0 else out
                 return (out, passes) if return_passes else out
     return _project_batch_checked(X, l1, l2, axis, nonneg, method, parallel, return_passes)
 
@@ -354,6 +366,20 @@ def _batch_kernel(vectors, l1, l2, nonneg, code, parallel):
     return None if bad else (out, passes)
 
 
+def _columns_kernel(X, l1, l2, nonneg, code, parallel):
+    """Project the columns of the C-contiguous float64 X onto the targets
+    ``l1[j]``, ``l2[j]`` in place of a transposed copy (the kernel gathers a
+    few columns at a time; the same bits as projecting each column alone);
+    (out, status, passes) with out C-contiguous."""
+    count = X.shape[1]
+    out = np.empty_like(X)
+    status = np.zeros(count, dtype=np.int64)
+    passes = np.zeros(count, dtype=np.int64)
+    kernel = _k.project_columns_parallel if parallel else _k.project_columns
+    kernel(X, l1, l2, bool(nonneg), code, out, status, passes, _k.max_filter_passes(X.shape[0]))
+    return out, status, passes
+
+
 def _project_batch_checked(X, l1, l2, axis, nonneg, method, parallel, return_passes):
     """:func:`project_batch` with every input check (the full path)."""
     code = _method_code(method)
@@ -362,9 +388,15 @@ def _project_batch_checked(X, l1, l2, axis, nonneg, method, parallel, return_pas
     if axis not in (0, 1):
         raise ValueError(f"axis must be 0 (columns) or 1 (rows), got {axis!r}")
     X = as_float_array(X, "X", ndim=2)
-    vectors = np.ascontiguousarray(X.T if axis == 0 else X)
-    count, n = vectors.shape
+    count, n = X.shape[::-1] if axis == 0 else X.shape
     l1a, l2a = _check_targets(l1, l2, n, count)
+    if axis == 0 and n <= _COLUMNS_MAX_N and not X.flags.f_contiguous:
+        out, status, passes = _columns_kernel(
+            np.ascontiguousarray(X), l1a, l2a, nonneg, code, parallel
+        )
+        _raise_nonfinite("X", status, axis)
+        return (out, passes) if return_passes else out
+    vectors = np.ascontiguousarray(X.T if axis == 0 else X)
     out = np.empty_like(vectors)
     status = np.zeros(count, dtype=np.int64)
     passes = np.zeros(count, dtype=np.int64)
