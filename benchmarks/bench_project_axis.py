@@ -39,13 +39,25 @@ def transposed_path(X, l1):
     return np.ascontiguousarray(out.T)
 
 
+def _calls(X, rows, l1):
+    """The four ways to project the columns of X (rows: X.T, C-contiguous)."""
+    return {
+        "rows": lambda: project_batch(rows, l1, 1.0, axis=1),
+        "columns": lambda: project_batch(X, l1, 1.0, axis=0),
+        "transposed": lambda: transposed_path(X, l1),
+        "singles": lambda: [project(X[:, j], l1, 1.0) for j in range(X.shape[1])],
+    }
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="rounds per timing (default 5)")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(2004)
-    print("| n | axis=1 (µs/vector) | axis=0 | axis=0 / axis=1 | transposed copies / axis=1 "
-          "| project per column / axis=1 |")
+    print(
+        "| n | axis=1 (µs/vector) | axis=0 | axis=0 / axis=1 | transposed copies / axis=1 "
+        "| project per column / axis=1 |"
+    )
     print("|---|---|---|---|---|---|")
     for n in SIZES:
         X = np.abs(rng.standard_normal((n, COUNT)))
@@ -54,16 +66,7 @@ def main(argv=None):
         columns = project_batch(X, l1, 1.0, axis=0)
         assert np.array_equal(columns.T, project_batch(rows, l1, 1.0, axis=1))
         assert np.array_equal(columns, transposed_path(X, l1))
-        t = best_times(
-            {
-                "rows": lambda: project_batch(rows, l1, 1.0, axis=1),
-                "columns": lambda: project_batch(X, l1, 1.0, axis=0),
-                "transposed": lambda: transposed_path(X, l1),
-                "singles": lambda: [project(X[:, j], l1, 1.0) for j in range(COUNT)],
-            },
-            args.repeats,
-            0.05,
-        )
+        t = best_times(_calls(X, rows, l1), args.repeats, 0.05)
         per = {k: v / COUNT * 1e6 for k, v in t.items()}
         print(
             f"| {n:,} | {per['rows']:.1f} | {per['columns']:.1f} "

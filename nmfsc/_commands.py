@@ -159,9 +159,18 @@ def run_fit(args):
     )
     check_n_components(V, args.n_components, source=args.data)
     stopping = {"max_iter": args.max_iter, "tol": args.tol, "max_time": args.max_time}
+    device = getattr(args, "device", "cpu")
+    data_on_device = V
+    if device == "gpu":
+        from nmfsc.gpu_backend import to_gpu
+
+        try:
+            data_on_device = to_gpu(V)
+        except (ImportError, RuntimeError) as error:
+            raise CommandError(f"--device gpu: {error}") from None
     try:
         result = nmf_sc(
-            V,
+            data_on_device,
             args.n_components,
             sparseness_w=args.sparseness_w,
             sparseness_h=args.sparseness_h,
@@ -172,6 +181,10 @@ def run_fit(args):
         )
     except (ValueError, TypeError) as error:
         raise CommandError(f"{args.data}: {error}") from error
+    if device == "gpu":
+        from nmfsc.gpu_backend import host_result
+
+        result = host_result(result)
     data = {
         "path": str(args.data),
         "name": name,

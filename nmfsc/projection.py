@@ -60,7 +60,7 @@ from numpy.typing import ArrayLike, NDArray
 from nmfsc._kernels import projection as _k
 from nmfsc._validation import as_float_array, reject_masked
 
-__all__ = ["project", "project_batch"]
+__all__ = ["project", "project_batch", "register_array_projection"]
 
 _METHODS = {"hoyer": _k.METHOD_HOYER, "fast": _k.METHOD_FAST}
 # Relative slack on the feasibility test L2 <= L1 <= sqrt(n) L2, so that targets
@@ -76,6 +76,24 @@ _FLOAT64 = np.dtype(np.float64)
 # at this n, stay in cache); longer ones are transposed whole, which streams
 # better than gathering them from memory.
 _COLUMNS_MAX_N = 16384
+
+
+# (accepts, project_batch) of each registered kind of device array (the GPU
+# backend's, nmfsc.gpu_backend): arrays this module does not compute on.
+_ARRAY_PROJECTIONS: list = []
+
+
+def register_array_projection(accepts, project_batch_function):
+    """Have :func:`project` and :func:`project_batch` hand an array for which
+    ``accepts(x)`` is true to ``project_batch_function(X, l1, l2, axis, nonneg,
+    method, return_passes)`` (a 1-D X for :func:`project`). A backend's package
+    calls this when it is imported; ``accepts`` must import nothing."""
+    _ARRAY_PROJECTIONS.append((accepts, project_batch_function))
+
+
+def _array_projection(x):
+    """The registered projection for x, or None (NumPy and array-likes)."""
+    return next((f for accepts, f in _ARRAY_PROJECTIONS if accepts(x)), None)
 
 
 def _method_code(method):
@@ -254,6 +272,9 @@ def project(
 def _project_checked(x, l1, l2, nonneg, method, return_passes):
     """:func:`project` with every input check (the full path)."""
     code = _method_code(method)
+    device = _array_projection(x)
+    if device is not None:
+        return device(x, l1, l2, 0, nonneg, method, return_passes)
     if return_passes and code == _k.METHOD_FAST:
         code = _k.METHOD_FAST_COUNTED
     x = as_float_array(x, "x", ndim=1)
@@ -383,6 +404,9 @@ def _columns_kernel(X, l1, l2, nonneg, code, parallel):
 def _project_batch_checked(X, l1, l2, axis, nonneg, method, parallel, return_passes):
     """:func:`project_batch` with every input check (the full path)."""
     code = _method_code(method)
+    device = _array_projection(X)
+    if device is not None:
+        return device(X, l1, l2, axis, nonneg, method, return_passes)
     if return_passes and code == _k.METHOD_FAST:
         code = _k.METHOD_FAST_COUNTED
     if axis not in (0, 1):

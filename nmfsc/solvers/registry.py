@@ -25,6 +25,7 @@ from nmfsc.solvers.standard import DivergenceSteps, EuclideanSteps, nmf_divergen
 
 __all__ = [
     "DASK",
+    "GPU",
     "SOLVERS",
     "compared_solvers",
     "solver",
@@ -33,6 +34,8 @@ __all__ = [
 
 #: The Dask backend's name (:mod:`nmfsc.dask_backend`, which registers itself).
 DASK = "dask"
+#: The GPU backend's name (:mod:`nmfsc.gpu_backend`: V a CuPy array).
+GPU = "gpu"
 SPARSENESS = ("sparseness_w", "sparseness_h")
 
 #: The table, in the order :func:`nmfsc.compare` runs and reports the methods.
@@ -44,7 +47,7 @@ SOLVERS: tuple[SolverSpec, ...] = (
         HoyerSteps,
         SPARSENESS,
         variant="hoyer",
-        backends=(IN_MEMORY, DASK),
+        backends=(IN_MEMORY, DASK, GPU),
         squared_error=True,
     ),
     SolverSpec(
@@ -60,7 +63,7 @@ SOLVERS: tuple[SolverSpec, ...] = (
         "nmf_euclidean",
         nmf_euclidean,
         EuclideanSteps,
-        backends=(IN_MEMORY, DASK),
+        backends=(IN_MEMORY, DASK, GPU),
         squared_error=True,
     ),
     SolverSpec("nmf_divergence", nmf_divergence, DivergenceSteps),
