@@ -46,34 +46,29 @@ FEASIBLE_RTOL = 1e-13
 def project_rows(xp, X, l1, l2, nonneg=True):
     """Project each row of the 2-D array X onto its targets ``l1[r]``, ``l2[r]``
     (1-D float64 arrays of ``xp``). Returns ``(S, finite)``: S in float64 of
-    X's shape (rows that are not finite are left NaN) and a boolean per row."""
+    X's shape (rows that are not finite are left NaN) and a boolean per row.
+
+    The threshold of each row comes from :func:`thresholds_by_passes`; the
+    rows whose passes do not settle take :func:`thresholds_by_sort`."""
     X = X.astype(xp.float64, copy=False)
     count, n = X.shape
     A = X if nonneg else xp.abs(X)
     finite = xp.isfinite(A).all(axis=1)
     A = xp.where(finite[:, None], A, 0.0)
-    rho = (l1 / l2)[:, None]
-    Y = -xp.sort(-A, axis=1)
-    S1 = xp.cumsum(Y, axis=1)
-    S2 = xp.cumsum(Y * Y, axis=1)
-    k = xp.arange(1, n + 1, dtype=xp.float64)[None, :]
-    room = k * (k - rho * rho)
-    centred = xp.maximum(S2 - S1 * S1 / k, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        alpha = S1 / k - rho * xp.sqrt(centred / room)
-        below = xp.concatenate([Y[:, 1:], xp.full((count, 1), -xp.inf)], axis=1)
-        valid = (room > 0) & (alpha < Y) & (alpha >= below) & xp.isfinite(alpha)
-        # <z, y> / ||z|| with z = y - alpha on the support: closeness to x.
-        norm2 = S2 - 2.0 * alpha * S1 + k * alpha * alpha
-        score = xp.where(valid & (norm2 > 0), (S2 - alpha * S1) / xp.sqrt(norm2), -xp.inf)
-    best = xp.argmax(score, axis=1)
-    found = xp.take_along_axis(valid, best[:, None], axis=1)[:, 0]
-    threshold = xp.take_along_axis(alpha, best[:, None], axis=1)
+    rho = l1 / l2
+    threshold, found = thresholds_by_passes(xp, A, rho, max_passes(n))
+    rest = to_host(~found & finite)
+    if rest.any():
+        rows = xp.asarray(np.flatnonzero(rest))
+        sorted_threshold, sorted_found = thresholds_by_sort(xp, A[rows], rho[rows])
+        threshold[rows] = sorted_threshold
+        found[rows] = sorted_found
+    threshold = threshold[:, None]
     Z = xp.maximum(A - xp.where(found[:, None], threshold, 0.0), 0.0)
     norms = xp.sqrt(xp.sum(Z * Z, axis=1))
     S = Z * (l2 / xp.where(norms > 0, norms, 1.0))[:, None]
     # Sparseness 1: l2 at the first largest entry.
-    single = xp.abs(rho[:, 0] - 1.0) <= FEASIBLE_RTOL
+    single = xp.abs(rho - 1.0) <= FEASIBLE_RTOL
     if bool(single.any()):
         first = xp.argmax(A, axis=1)
         one = xp.zeros_like(S)
@@ -93,6 +88,69 @@ def project_rows(xp, X, l1, l2, nonneg=True):
         S[r] = xp.asarray(row)
     S = xp.where(finite[:, None], S, xp.nan)
     return S, finite
+
+
+def max_passes(n):
+    """The passes :func:`thresholds_by_passes` may take (as the CPU kernels' filter)."""
+    return 2 * int(np.ceil(np.log2(max(n, 2)))) + 8
+
+
+def thresholds_by_passes(xp, A, rho, limit):
+    """Each row's threshold by Hoyer's passes, on all rows at once.
+
+    Start from the whole row as the support; each pass takes the support's
+    count k and sums S1, S2 (one reduction over the rows), sets the
+    threshold to the closed form of that support, and keeps the entries above
+    it. The support only shrinks; a row is done when it no longer changes
+    (the threshold is then the exact one of a consistent support). Returns
+    ``(threshold, found)``; rows not settled within ``limit`` passes, or
+    left with no room (k <= rho^2), are not found."""
+    count = A.shape[0]
+    alpha = xp.full(count, -xp.inf)
+    size = xp.full(count, -1, dtype=xp.int64)  # the last pass's support size
+    found = xp.zeros(count, dtype=bool)
+    for _ in range(limit):
+        Z = xp.where(A > alpha[:, None], A, 0.0)
+        k = xp.count_nonzero(A > alpha[:, None], axis=1)
+        S1 = Z.sum(axis=1)
+        S2 = xp.einsum("ij,ij->i", Z, Z)
+        kf = k.astype(xp.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room = kf * (kf - rho * rho)
+            centred = xp.maximum(S2 - S1 * S1 / kf, 0.0)
+            new = S1 / kf - rho * xp.sqrt(centred / room)
+        settled = (k == size) & (room > 0) & xp.isfinite(new)
+        found = settled
+        if bool(settled.all()):
+            alpha = new
+            break
+        alpha = xp.where(room > 0, new, alpha)
+        size = k
+    # A settled row's threshold is that of its final support (the last pass's).
+    return xp.where(found, alpha, 0.0), found
+
+
+def thresholds_by_sort(xp, A, rho):
+    """Each row's threshold from its sorted entries (module docstring):
+    ``(threshold, found)``; rows with no consistent support are not found."""
+    count, n = A.shape
+    rho = rho[:, None]
+    Y = -xp.sort(-A, axis=1)
+    S1 = xp.cumsum(Y, axis=1)
+    S2 = xp.cumsum(Y * Y, axis=1)
+    k = xp.arange(1, n + 1, dtype=xp.float64)[None, :]
+    room = k * (k - rho * rho)
+    centred = xp.maximum(S2 - S1 * S1 / k, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha = S1 / k - rho * xp.sqrt(centred / room)
+        below = xp.concatenate([Y[:, 1:], xp.full((count, 1), -xp.inf)], axis=1)
+        valid = (room > 0) & (alpha < Y) & (alpha >= below) & xp.isfinite(alpha)
+        # <z, y> / ||z|| with z = y - alpha on the support: closeness to x.
+        norm2 = S2 - 2.0 * alpha * S1 + k * alpha * alpha
+        score = xp.where(valid & (norm2 > 0), (S2 - alpha * S1) / xp.sqrt(norm2), -xp.inf)
+    best = xp.argmax(score, axis=1)
+    found = xp.take_along_axis(valid, best[:, None], axis=1)[:, 0]
+    return xp.take_along_axis(alpha, best[:, None], axis=1)[:, 0], found
 
 
 def project_batch_device(X, l1, l2, axis, nonneg, method, return_passes):
