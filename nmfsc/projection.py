@@ -73,8 +73,8 @@ _SCALAR_TYPES = (float, int, np.float64)
 _FLOAT64 = np.dtype(np.float64)
 # The longest columns that project_batch(axis=0) projects in place
 # (_k.project_columns: two scratch blocks of COLUMN_BLOCK x n float64, 2 MiB
-# at this n, stay in cache); longer ones are transposed whole, which streams
-# better than gathering them from memory.
+# at this n, stay in cache); longer ones are transposed whole, tile by tile
+# (_k.transpose_into), which streams better than gathering them from memory.
 _COLUMNS_MAX_N = 16384
 
 
@@ -360,10 +360,10 @@ def project_batch(
                 out, status, passes = _columns_kernel(X, l1a, l2a, nonneg, code, parallel)
                 result = None if status.any() else (out, passes)
             else:
-                vectors = np.ascontiguousarray(X.T) if axis == 0 else X
+                vectors = _transposed(X) if axis == 0 else X
                 result = _batch_kernel(vectors, targets[0], targets[1], nonneg, code, parallel)
                 if result is not None and axis == 0:
-                    result = (np.ascontiguousarray(result[0].T), result[1])
+                    result = (_transposed(result[0]), result[1])
             if result is not None:
                 out, passes = result
                 return (out, passes) if return_passes else out
@@ -385,6 +385,13 @@ def _batch_kernel(vectors, l1, l2, nonneg, code, parallel):
     else:
         bad = _k.project_rows_same_targets(vectors, l1, l2, bool(nonneg), code, out, passes, maxp)
     return None if bad else (out, passes)
+
+
+def _transposed(X):
+    """A C-contiguous copy of ``X.T`` (X C-contiguous), tile by tile."""
+    out = np.empty(X.shape[::-1], dtype=X.dtype)
+    _k.transpose_into(X, out)
+    return out
 
 
 def _columns_kernel(X, l1, l2, nonneg, code, parallel):

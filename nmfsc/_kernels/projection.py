@@ -853,6 +853,22 @@ def _project_columns_body(X, l1, l2, nonneg, method, out, status, passes, max_fi
                     out[i, j0 + b] = res[b, i]
 
 
+@njit(cache=True, nogil=True)
+def transpose_into(src, out):
+    """``out[j, i] = src[i, j]`` (an exact copy), COLUMN_BLOCK x COLUMN_BLOCK
+    tiles at a time: each cache line of src and of out is read or written
+    whole while its tile is turned, where NumPy's transposing copy of a
+    tall array reads a line per entry (it takes about 1.7x as long)."""
+    rows, cols = src.shape
+    for i0 in range(0, rows, COLUMN_BLOCK):
+        i1 = min(i0 + COLUMN_BLOCK, rows)
+        for j0 in range(0, cols, COLUMN_BLOCK):
+            j1 = min(j0 + COLUMN_BLOCK, cols)
+            for j in range(j0, j1):
+                for i in range(i0, i1):
+                    out[j, i] = src[i, j]
+
+
 project_columns = njit(cache=True, nogil=True)(_project_columns_body)
 project_columns_parallel = njit(parallel=True)(_project_columns_body)
 
