@@ -295,3 +295,33 @@ def test_passes_and_sort_find_the_same_thresholds():
         by_sort, found = thresholds_by_sort(np, A, rho)
         assert settled.all() and found.all()
         np.testing.assert_allclose(by_passes, by_sort, rtol=1e-10, atol=1e-13)
+
+
+def test_public_solvers_reach_the_backend_through_the_seam(V, monkeypatch):
+    """nmf_sc and nmf_euclidean hand data the GPU backend accepts to it (here
+    NumPy data, made acceptable): same history, the warning at the caller,
+    and solver='accelerated' refused with the variant that runs there."""
+    from nmfsc.gpu_backend import solve_on_gpu
+    from nmfsc.gpu_backend.run import DeviceRun
+
+    calls = []
+    open_data = DeviceRun.open_data
+
+    def counted(run, data):
+        calls.append(data.shape)
+        open_data(run, data)
+
+    monkeypatch.setattr(DeviceRun, "open_data", counted)
+    gpu = dispatch.Backend(registry.GPU, lambda data: data is V, solve_on_gpu)
+    monkeypatch.setattr(dispatch, "backend_for", lambda data: gpu if gpu.accepts(data) else None)
+    with pytest.warns(ConvergenceWarning) as caught:
+        routed = nmf_sc(V, 3, sparseness_h=0.7, max_iter=10, random_state=0)
+    assert caught[0].filename == __file__
+    with pytest.warns(ConvergenceWarning):
+        cpu = nmf_sc(V.copy(), 3, sparseness_h=0.7, max_iter=10, random_state=0)
+    assert relative_gap(routed.objective, cpu.objective) < HISTORY_RTOL
+    with pytest.warns(ConvergenceWarning):
+        nmf_euclidean(V, 3, max_iter=5, random_state=0)
+    assert len(calls) == 2  # both runs were DeviceRuns
+    with pytest.raises(ValueError, match="solver='hoyer'"):
+        nmf_sc(V, 3, sparseness_h=0.7, solver="accelerated")

@@ -72,7 +72,7 @@ def project_rows(xp, X, l1, l2, nonneg=True):
     if bool(single.any()):
         first = xp.argmax(A, axis=1)
         one = xp.zeros_like(S)
-        xp.put_along_axis(one, first[:, None], l2[:, None], axis=1)
+        one[xp.arange(count), first] = l2
         S = xp.where(single[:, None], one, S)
     # Rows that meet the targets already stay as they are.
     total, norm = xp.sum(A, axis=1), xp.sqrt(xp.sum(A * A, axis=1))

@@ -24,11 +24,13 @@ from nmfsc.solvers.framework import Run
 __all__ = ["DeviceRun", "run_on_device"]
 
 
-def run_on_device(steps, V, n_components, params, settings, stacklevel=5):
+def run_on_device(steps, V, n_components, params, settings, stacklevel=6):
     """Run the in-memory steps class ``steps`` (HoyerSteps or EuclideanSteps)
     with its keywords ``params`` on the device array V; the result's W and
     H are device arrays. V may be a NumPy array: the same code then runs on
-    the CPU (the tests do this)."""
+    the CPU (the tests do this). ``stacklevel`` points a ConvergenceWarning
+    at the caller of the public solver (Run.run, this function, the backend's
+    entry, ``run_steps``, the solver, its settings decorator)."""
     make_steps = partial(DEVICE_STEPS[steps], **params)
     return DeviceRun(make_steps, V, n_components, params, settings).run(stacklevel=stacklevel)
 
