@@ -47,10 +47,13 @@ def project_rows(xp, X, l1, l2, nonneg=True):
     """Project each row of the 2-D array X onto its targets ``l1[r]``, ``l2[r]``
     (1-D float64 arrays of ``xp``). Returns ``(S, finite)``: S in float64 of
     X's shape (rows that are not finite are left NaN) and a boolean per row.
+    Float32 rows are read as they are (the passes' sums in float64), so that
+    only the result is a float64 array of their size.
 
     The threshold of each row comes from :func:`thresholds_by_passes`; the
     rows whose passes do not settle take :func:`thresholds_by_sort`."""
-    X = X.astype(xp.float64, copy=False)
+    if X.dtype != xp.float32:  # float32 rows stay float32; their sums are float64
+        X = X.astype(xp.float64, copy=False)
     count, n = X.shape
     A = X if nonneg else xp.abs(X)
     finite = xp.isfinite(A).all(axis=1)
@@ -75,7 +78,8 @@ def project_rows(xp, X, l1, l2, nonneg=True):
         one[xp.arange(count), first] = l2
         S = xp.where(single[:, None], one, S)
     # Rows that meet the targets already stay as they are.
-    total, norm = xp.sum(A, axis=1), xp.sqrt(xp.sum(A * A, axis=1))
+    total = xp.sum(A, axis=1, dtype=xp.float64)
+    norm = xp.sqrt(xp.sum(A * A, axis=1, dtype=xp.float64))
     meets = (xp.abs(total - l1) <= FEASIBLE_RTOL * l1) & (xp.abs(norm - l2) <= FEASIBLE_RTOL * l2)
     if nonneg:
         meets &= (X >= 0).all(axis=1)
@@ -112,8 +116,11 @@ def thresholds_by_passes(xp, A, rho, limit):
     for _ in range(limit):
         Z = xp.where(A > alpha[:, None], A, 0.0)
         k = xp.count_nonzero(A > alpha[:, None], axis=1)
-        S1 = Z.sum(axis=1)
-        S2 = xp.einsum("ij,ij->i", Z, Z)
+        S1 = Z.sum(axis=1, dtype=xp.float64)
+        if Z.dtype == xp.float64:
+            S2 = xp.einsum("ij,ij->i", Z, Z)
+        else:
+            S2 = xp.sum(Z * Z, axis=1, dtype=xp.float64)
         kf = k.astype(xp.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             room = kf * (kf - rho * rho)
@@ -134,6 +141,7 @@ def thresholds_by_sort(xp, A, rho):
     """Each row's threshold from its sorted entries (module docstring):
     ``(threshold, found)``; rows with no consistent support are not found."""
     count, n = A.shape
+    A = A.astype(xp.float64, copy=False)
     rho = rho[:, None]
     Y = -xp.sort(-A, axis=1)
     S1 = xp.cumsum(Y, axis=1)
