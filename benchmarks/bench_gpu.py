@@ -2,6 +2,7 @@
 
     python benchmarks/bench_gpu.py                     # on a machine with a GPU and CuPy
     python benchmarks/bench_gpu.py --numpy --shape 288 3000   # the same code, NumPy, no GPU
+    bash benchmarks/run_gpu_checks.sh                  # the GPU tests, then this script
 
 Prints every number issue 33's GPU targets name, measured in one process:
 
@@ -22,7 +23,7 @@ its kernels on first use) and is the median of the iterations' own times
 (``NMFResult.times``; every iteration ends in a host read of its objective,
 so these times include the device's work). ``--numpy`` runs the GPU
 backend's array code with NumPy on the CPU, to try the script where no GPU
-is; its "GPU" numbers are then the CPU's.
+is; its "GPU" numbers are then the CPU's. Exit status 1 when a target is missed.
 
 Memory on the GPU: V (8 N T bytes in float64), about six M x T arrays
 for the projection, and an N x T temporary for the exact objective at the
@@ -211,8 +212,10 @@ def main(argv=None):
         (projection_s / pass_s, MAX_PROJECTION_OVER_PASS, "<=", "projection over one pass"),
         (gpu_s / gpu32_s, MIN_FLOAT32_OVER_FLOAT64, ">=", "float32 over float64 speed"),
     ]
+    passed = []
     for value, target, sense, text in checks:
         ok = value >= target if sense == ">=" else value <= target
+        passed.append(ok)
         print(f"- {'PASS' if ok else 'FAIL'}: {text}: {value:.2f}x (target {sense} {target:g}x)")
     print(f"\nGPU: {card_name(xp)}. CPU: {cpu_name()}, {os.cpu_count()} logical cores.")
     print(
@@ -224,7 +227,7 @@ def main(argv=None):
         )
         + f". {time.perf_counter() - wall:.0f} s in all."
     )
-    return 0
+    return 0 if all(passed) else 1
 
 
 if __name__ == "__main__":
