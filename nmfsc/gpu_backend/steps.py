@@ -58,13 +58,14 @@ class DeviceData:
 
 
 class _Grams:
-    """W^T W once per W array and H H^T of the accepted H, as the in-memory
-    ColumnGram (``from_columns``: from the rows of C = W^T) and RowGram."""
+    """W^T W once per W array, as the in-memory ColumnGram (``from_columns``:
+    from the rows of C = W^T), which would copy W^T with NumPy on a miss.
+    (H H^T is HoyerSteps's own ``h_gram``, a RowGram: it takes CuPy arrays.)"""
 
     def __init__(self, xp, from_columns):
         self.xp = xp
         self.from_columns = from_columns
-        self.w = self.h = None
+        self.w = None
 
     def wtw(self, W, C=None):
         if self.w is not None and self.w[0] is W:
@@ -75,13 +76,6 @@ class _Grams:
         else:
             gram = W.T @ W
         self.w = (W, gram)
-        return gram
-
-    def hht(self, H):
-        if self.h is not None and self.h[0] is H:
-            return self.h[1]
-        gram = H @ H.T
-        self.h = (H, gram)
         return gram
 
 
@@ -167,11 +161,11 @@ class DeviceHoyerSteps(HoyerSteps):
 
     def h_projected(self, W, H, mu):
         WtV, WtW = self.data.wtv(W), self.grams.wtw(W)
-        before = _expanded(self.xp, self.vv, WtV, H, WtW, self.grams.hht(H))
+        before = _expanded(self.xp, self.vv, WtV, H, WtW, self.h_gram(H))
         dH = WtW @ H - WtV
         H_new, mu, energy, quad = self._search(self.l1_h, H, dH, mu, before, WtV, WtW, False)
         if H_new is not None:
-            self.grams.h = (H_new, quad)
+            self.h_gram.keep(H_new, quad)
         return H_new, mu, energy, quad
 
     def w_projected(self, W, H, mu, HHt=None):
