@@ -16,7 +16,9 @@ tested where no GPU is):
 - :mod:`~nmfsc.gpu_backend.arrays`: the namespace of an array, the checks
   of V, the float64 sums;
 - :mod:`~nmfsc.gpu_backend.projection`: Hoyer's projection of many rows
-  at once, exact (a sort of each row, then the closed-form threshold);
+  at once, exact (Hoyer's passes over all rows, each a few reductions, to
+  the closed-form threshold of a consistent support; a sort where they do
+  not settle);
 - :mod:`~nmfsc.gpu_backend.steps`: the data object and the iterations of
   nmf_sc (``solver="hoyer"``) and nmf_euclidean;
 - :mod:`~nmfsc.gpu_backend.run`: the loop's hooks for device arrays.

@@ -26,8 +26,11 @@ projected by the CPU kernel itself, one row copied to the host and back,
 so that ties are broken by index exactly as there. A row that already
 meets the targets (to 1e-13) is returned as it is, as by the CPU kernels.
 
-Cost: one sort of each row and a few passes over it; memory, about six
-arrays of the rows' size.
+The threshold is found by passes first (:func:`thresholds_by_passes`: no
+sort, a few reductions over the rows per pass, as many passes as Hoyer's
+algorithm takes), and by the sort above only for rows whose passes do not
+settle (:func:`thresholds_by_sort`). Memory: about six arrays of the rows'
+size.
 """
 
 from __future__ import annotations
