@@ -4,7 +4,10 @@ A Python implementation of Hoyer (2004), "Non-negative matrix factorization with
 sparseness constraints", Journal of Machine Learning Research 5:1457-1469.
 """
 
-from nmfsc import dask_backend  # noqa: F401  (registers the Dask backend; imports no Dask)
+from nmfsc import (
+    dask_backend,  # noqa: F401  (registers the Dask backend; imports no Dask)
+    gpu_backend,  # noqa: F401  (registers the GPU backend; imports no CuPy)
+)
 from nmfsc._version import __version__ as __version__
 from nmfsc.comparison import Comparison, compare
 from nmfsc.estimator import SparseNMF

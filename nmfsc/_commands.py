@@ -191,6 +191,15 @@ def run_fit(args):
     check_factor_memory(V, args.n_components, source=args.data)
     stopping = {"max_iter": args.max_iter, "tol": args.tol, "max_time": args.max_time}
     V, mask = _observed(V, args)
+    device = getattr(args, "device", "cpu")
+    data_on_device = V
+    if device == "gpu":
+        from nmfsc.gpu_backend import to_gpu
+
+        try:
+            data_on_device = to_gpu(V)
+        except (ImportError, RuntimeError) as error:
+            raise CommandError(f"--device gpu: {error}") from None
     checkpoint = fit_checkpoint(out)
     options = {
         "sparseness_w": args.sparseness_w,
@@ -206,15 +215,19 @@ def run_fit(args):
     }
     try:
         try:
-            result = nmf_sc(V, args.n_components, resume=True, **options)
+            result = nmf_sc(data_on_device, args.n_components, resume=True, **options)
         except CheckpointMismatchError:
             _say(f"{checkpoint} holds a run with other options or data: starting afresh")
-            result = nmf_sc(V, args.n_components, resume=False, **options)
+            result = nmf_sc(data_on_device, args.n_components, resume=False, **options)
     except (ValueError, TypeError) as error:
         raise CommandError(f"{args.data}: {error}") from error
     except OSError as error:  # the checkpoint could not be saved (a full disk)
         where = error.filename or checkpoint
         raise CommandError(f"cannot write {where}: {error.strerror or error}", status=1) from error
+    if device == "gpu":
+        from nmfsc.gpu_backend import host_result
+
+        result = host_result(result)
     if result.stop_reason == "interrupted":
         raise CommandError(
             f"interrupted at iteration {result.n_iter}; {out} was not written; "

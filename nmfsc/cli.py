@@ -278,6 +278,13 @@ def _add_fit(commands):
         default=0,
         help="seed of the random start (default: 0)",
     )
+    parser.add_argument(
+        "--device",
+        choices=("cpu", "gpu"),
+        default="cpu",
+        help="where to run: cpu, or gpu (CuPy, pip install 'nmfsc[gpu]'; solver hoyer; "
+        "V copied to the GPU once, W and H back at the end) (default: cpu)",
+    )
     _add_stopping(parser, nmf_sc)
     _add_missing_values(parser)
     parser.add_argument(

@@ -60,7 +60,7 @@ from numpy.typing import ArrayLike, NDArray
 from nmfsc._kernels import projection as _k
 from nmfsc._validation import as_float_array, reject_masked
 
-__all__ = ["project", "project_batch"]
+__all__ = ["project", "project_batch", "register_array_projection"]
 
 _METHODS = {"hoyer": _k.METHOD_HOYER, "fast": _k.METHOD_FAST}
 # Relative slack on the feasibility test L2 <= L1 <= sqrt(n) L2, so that targets
@@ -71,6 +71,29 @@ _TARGET_RTOL = 1e-12
 # float or a Python int: float(value) is then exact or the value numpy would use).
 _SCALAR_TYPES = (float, int, np.float64)
 _FLOAT64 = np.dtype(np.float64)
+# The longest columns that project_batch(axis=0) projects in place
+# (_k.project_columns: two scratch blocks of COLUMN_BLOCK x n float64, 2 MiB
+# at this n, stay in cache); longer ones are transposed whole, tile by tile
+# (_k.transpose_into), which streams better than gathering them from memory.
+_COLUMNS_MAX_N = 16384
+
+
+# (accepts, project_batch) of each registered kind of device array (the GPU
+# backend's, nmfsc.gpu_backend): arrays this module does not compute on.
+_ARRAY_PROJECTIONS: list = []
+
+
+def register_array_projection(accepts, project_batch_function):
+    """Have :func:`project` and :func:`project_batch` hand an array for which
+    ``accepts(x)`` is true to ``project_batch_function(X, l1, l2, axis, nonneg,
+    method, return_passes)`` (a 1-D X for :func:`project`). A backend's package
+    calls this when it is imported; ``accepts`` must import nothing."""
+    _ARRAY_PROJECTIONS.append((accepts, project_batch_function))
+
+
+def _array_projection(x):
+    """The registered projection for x, or None (NumPy and array-likes)."""
+    return next((f for accepts, f in _ARRAY_PROJECTIONS if accepts(x)), None)
 
 
 def _method_code(method):
@@ -249,6 +272,9 @@ def project(
 def _project_checked(x, l1, l2, nonneg, method, return_passes):
     """:func:`project` with every input check (the full path)."""
     code = _method_code(method)
+    device = _array_projection(x)
+    if device is not None:
+        return device(x, l1, l2, 0, nonneg, method, return_passes)
     if return_passes and code == _k.METHOD_FAST:
         code = _k.METHOD_FAST_COUNTED
     x = as_float_array(x, "x", ndim=1)
@@ -342,11 +368,18 @@ def project_batch(
         count, n = X.shape[::-1] if axis == 0 else X.shape
         targets = _fast_targets(l1, l2, n)
         if targets is not None:
-            vectors = np.ascontiguousarray(X.T) if axis == 0 else X
-            result = _batch_kernel(vectors, targets[0], targets[1], nonneg, code, parallel)
+            if axis == 0 and n <= _COLUMNS_MAX_N:
+                count = X.shape[1]
+                l1a, l2a = np.full(count, targets[0]), np.full(count, targets[1])
+                out, status, passes = _columns_kernel(X, l1a, l2a, nonneg, code, parallel)
+                result = None if status.any() else (out, passes)
+            else:
+                vectors = _transposed(X) if axis == 0 else X
+                result = _batch_kernel(vectors, targets[0], targets[1], nonneg, code, parallel)
+                if result is not None and axis == 0:
+                    result = (_transposed(result[0]), result[1])
             if result is not None:
                 out, passes = result
-                out = np.ascontiguousarray(out.T) if axis == 0 else out
                 return (out, passes) if return_passes else out
     return _project_batch_checked(X, l1, l2, axis, nonneg, method, parallel, return_passes)
 
@@ -368,17 +401,47 @@ def _batch_kernel(vectors, l1, l2, nonneg, code, parallel):
     return None if bad else (out, passes)
 
 
+def _transposed(X):
+    """A C-contiguous copy of ``X.T`` (X C-contiguous), tile by tile."""
+    out = np.empty(X.shape[::-1], dtype=X.dtype)
+    _k.transpose_into(X, out)
+    return out
+
+
+def _columns_kernel(X, l1, l2, nonneg, code, parallel):
+    """Project the columns of the C-contiguous float64 X onto the targets
+    ``l1[j]``, ``l2[j]`` in place of a transposed copy (the kernel gathers a
+    few columns at a time; the same bits as projecting each column alone);
+    (out, status, passes) with out C-contiguous."""
+    count = X.shape[1]
+    out = np.empty_like(X)
+    status = np.zeros(count, dtype=np.int64)
+    passes = np.zeros(count, dtype=np.int64)
+    kernel = _k.project_columns_parallel if parallel else _k.project_columns
+    kernel(X, l1, l2, bool(nonneg), code, out, status, passes, _k.max_filter_passes(X.shape[0]))
+    return out, status, passes
+
+
 def _project_batch_checked(X, l1, l2, axis, nonneg, method, parallel, return_passes):
     """:func:`project_batch` with every input check (the full path)."""
     code = _method_code(method)
+    device = _array_projection(X)
+    if device is not None:
+        return device(X, l1, l2, axis, nonneg, method, return_passes)
     if return_passes and code == _k.METHOD_FAST:
         code = _k.METHOD_FAST_COUNTED
     if axis not in (0, 1):
         raise ValueError(f"axis must be 0 (columns) or 1 (rows), got {axis!r}")
     X = as_float_array(X, "X", ndim=2)
-    vectors = np.ascontiguousarray(X.T if axis == 0 else X)
-    count, n = vectors.shape
+    count, n = X.shape[::-1] if axis == 0 else X.shape
     l1a, l2a = _check_targets(l1, l2, n, count)
+    if axis == 0 and n <= _COLUMNS_MAX_N and not X.flags.f_contiguous:
+        out, status, passes = _columns_kernel(
+            np.ascontiguousarray(X), l1a, l2a, nonneg, code, parallel
+        )
+        _raise_nonfinite("X", status, axis)
+        return (out, passes) if return_passes else out
+    vectors = np.ascontiguousarray(X.T if axis == 0 else X)
     out = np.empty_like(vectors)
     status = np.zeros(count, dtype=np.int64)
     passes = np.zeros(count, dtype=np.int64)

@@ -640,3 +640,27 @@ def test_every_path_is_deterministic(method, n):
             again = project_batch(X, l1, 1.0, axis=1, method=method, parallel=parallel)
             np.testing.assert_array_equal(once, again)
             np.testing.assert_array_equal(once[0], first)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("shape", [(5, 1), (361, 7), (361, 8), (1500, 17), (17000, 3)])
+def test_batch_columns_are_the_bits_of_each_column_alone(shape, parallel):
+    """project_batch(axis=0) gathers a few columns at a time (or, for long
+    ones, transposes X whole); each column's result is the bits of projecting
+    its contiguous copy, whatever X's order and the targets."""
+    rng = np.random.default_rng(shape[0] * 100 + shape[1])
+    X = rng.standard_normal(shape)
+    X[:, 0] = np.round(X[:, 0], 1)  # ties
+    n, count = shape
+    l2 = rng.uniform(0.5, 2.0, count)
+    l1 = np.array([l1_for_sparseness(rng.uniform(0.0, 1.0), n, t) for t in l2])
+    for nonneg in (True, False):
+        want = np.column_stack(
+            [project(X[:, j].copy(), l1[j], l2[j], nonneg=nonneg) for j in range(count)]
+        )
+        for data in (X, np.asfortranarray(X)):
+            got = project_batch(data, l1, l2, axis=0, nonneg=nonneg, parallel=parallel)
+            assert got.flags.c_contiguous
+            assert got.tobytes() == want.tobytes()
+        same = project_batch(X, l1[0], l2[0], axis=0, nonneg=nonneg, parallel=parallel)
+        assert same[:, 0].tobytes() == want[:, 0].tobytes()

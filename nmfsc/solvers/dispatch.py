@@ -120,6 +120,11 @@ class Backend:
     name: str
     accepts: Callable[[Any], bool]
     run: Callable[..., Any]
+    array_name: str = ""  # how its arrays are called in messages ("Dask array")
+
+    def arrays(self) -> str:
+        """``"a <kind> array"`` for messages: :attr:`array_name`, or the capitalised name."""
+        return f"a {self.array_name or self.name.capitalize() + ' array'}"
 
 
 _SPECS: list[SolverSpec] = []
@@ -173,7 +178,7 @@ def run_steps(steps: type, V, n_components, *, params: dict, settings, mask=None
             return backend.run(steps, V, n_components, params, settings)
         if spec is not None and spec.variant is not None:
             raise ValueError(
-                f"solver={spec.variant!r} does not run on a {backend.name.capitalize()} array "
+                f"solver={spec.variant!r} does not run on {backend.arrays()} "
                 f"yet; use solver={_default_variant(spec)!r} (the paper's algorithm) or compute "
                 "V into memory"
             )
@@ -200,7 +205,7 @@ def _masked_steps(spec: SolverSpec | None, steps: type, backend: Backend | None)
     """The steps class that runs ``steps``'s solver with a mask, or a ValueError."""
     if backend is not None:
         raise ValueError(
-            f"mask= does not run on a {backend.name.capitalize()} array: masks are not "
+            f"mask= does not run on {backend.arrays()}: masks are not "
             "supported there; compute V (and the mask) into memory, or leave mask=None"
         )
     if spec is not None and spec.masked_steps is not None:

@@ -27,6 +27,7 @@ from nmfsc.solvers.standard import DivergenceSteps, EuclideanSteps, nmf_divergen
 
 __all__ = [
     "DASK",
+    "GPU",
     "SOLVERS",
     "compared_solvers",
     "masked_solvers",
@@ -36,6 +37,8 @@ __all__ = [
 
 #: The Dask backend's name (:mod:`nmfsc.dask_backend`, which registers itself).
 DASK = "dask"
+#: The GPU backend's name (:mod:`nmfsc.gpu_backend`: V a CuPy array).
+GPU = "gpu"
 SPARSENESS = ("sparseness_w", "sparseness_h")
 
 #: The table, in the order :func:`nmfsc.compare` runs and reports the methods.
@@ -47,7 +50,7 @@ SOLVERS: tuple[SolverSpec, ...] = (
         HoyerSteps,
         SPARSENESS,
         variant="hoyer",
-        backends=(IN_MEMORY, DASK),
+        backends=(IN_MEMORY, DASK, GPU),
         masked_steps=MaskedHoyerSteps,
         squared_error=True,
         description="the paper's projected gradient algorithm",
@@ -65,7 +68,7 @@ SOLVERS: tuple[SolverSpec, ...] = (
         "nmf_euclidean",
         nmf_euclidean,
         EuclideanSteps,
-        backends=(IN_MEMORY, DASK),
+        backends=(IN_MEMORY, DASK, GPU),
         masked_steps=MaskedEuclideanSteps,
         squared_error=True,
         description="Lee & Seung's multiplicative updates, Euclidean",

@@ -1,0 +1,234 @@
+"""The GPU backend against the CPU, at the natural-image problem's size. A script, not a test.
+
+    python benchmarks/bench_gpu.py                     # on a machine with a GPU and CuPy
+    python benchmarks/bench_gpu.py --numpy --shape 288 3000   # the same code, NumPy, no GPU
+    bash benchmarks/run_gpu_checks.sh                  # the GPU tests, then this script
+
+Prints every number issue 33's GPU targets name, measured in one process:
+
+- ``nmf_sc`` at N x T (default 288 x 1,000,000), rank 72,
+  ``sparseness_h=0.85``, float64, seconds per iteration on the GPU (V a
+  CuPy array) and on the CPU (V a NumPy array, all the CPU's threads),
+  the same start for both; their objective histories are compared;
+- the iteration's matrix products alone on the GPU (W^T V, W^T W H, the
+  trial's H H^T and V H^T, each once: what one iteration with one line
+  search trial multiplies);
+- the projection of H's 72 rows of T entries on the GPU against one pass
+  over them (a sum);
+- float32 against float64 on the GPU (seconds per iteration).
+
+V is random (|N(0, 1)|, scaled to max 1, so no scaled copy is made), or
+``--data FILE.npy``. Each GPU time is after a warm-up run (CuPy compiles
+its kernels on first use) and is the median of the iterations' own times
+(``NMFResult.times``; every iteration ends in a host read of its objective,
+so these times include the device's work). ``--numpy`` runs the GPU
+backend's array code with NumPy on the CPU, to try the script where no GPU
+is; its "GPU" numbers are then the CPU's. Exit status 1 when a target is missed.
+
+Memory on the GPU: V (8 N T bytes in float64), about six M x T arrays
+for the projection, and an N x T temporary for the exact objective at the
+start and the end: about 15 GB at the default size in float64.
+"""
+
+import argparse
+import os
+import platform
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from nmfsc import ConvergenceWarning, l1_for_sparseness, nmf_sc
+from nmfsc.gpu_backend.projection import project_rows
+from nmfsc.gpu_backend.run import run_on_device
+from nmfsc.solvers.framework import LoopSettings
+from nmfsc.solvers.hoyer import HoyerSteps
+
+# The issue's targets.
+MIN_GPU_OVER_CPU = 50.0
+MAX_ITERATION_OVER_PRODUCTS = 3.0
+MAX_PROJECTION_OVER_PASS = 10.0
+MIN_FLOAT32_OVER_FLOAT64 = 1.8
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def card_name(xp):
+    if xp is np:
+        return "none (--numpy: the GPU code on the CPU)"
+    props = xp.cuda.runtime.getDeviceProperties(0)
+    memory = props["totalGlobalMem"] / 2**30
+    return f"{props['name'].decode()} ({memory:.0f} GiB)"
+
+
+def synchronizer(xp):
+    return (lambda: None) if xp is np else xp.cuda.Device().synchronize
+
+
+def best_seconds(fn, sync, repeats=5):
+    """Best of ``repeats`` timed calls of ``fn`` (after one warm-up), device synchronised."""
+    fn()
+    sync()
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        sync()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def fit(xp, V, rank, iterations, sparseness_h):
+    """nmf_sc on V (a CuPy array: the public call; NumPy with --numpy: the
+    GPU backend's run) for ``iterations`` iterations from seed 0."""
+    keywords = dict(max_iter=iterations, tol=0, random_state=0)
+    params = {"sparseness_w": None, "sparseness_h": sparseness_h}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        if xp is np:
+            settings = LoopSettings.from_keywords("nmf_sc", keywords)
+            return run_on_device(HoyerSteps, V, rank, params, settings)
+        return nmf_sc(V, rank, **params, **keywords)
+
+
+def per_iteration(result, skip=1):
+    """Median seconds per iteration, the first ``skip`` left out (warm caches)."""
+    steps = np.diff(result.times)[skip:]
+    return float(np.median(steps if steps.size else np.diff(result.times)))
+
+
+def products_seconds(xp, V, W, H, sync):
+    """One iteration's products on the device: W^T V, (W^T W) H, H H^T, V H^T."""
+
+    def products():
+        WtW = W.T @ W
+        WtV = W.T @ V
+        WtWH = WtW @ H
+        HHt = H @ H.T
+        VHt = V @ H.T
+        return WtV, WtWH, HHt, VHt
+
+    return best_seconds(products, sync)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--shape", type=int, nargs=2, default=(288, 10**6), metavar=("N", "T"))
+    parser.add_argument("--rank", type=int, default=72)
+    parser.add_argument("--sparseness-h", type=float, default=0.85)
+    parser.add_argument("--iterations", type=int, default=20, help="GPU iterations per run")
+    parser.add_argument("--cpu-iterations", type=int, default=3, help="CPU iterations")
+    parser.add_argument("--data", help="an .npy file of V (N x T) instead of random V")
+    parser.add_argument(
+        "--numpy", action="store_true", help="run the GPU code with NumPy (no GPU needed)"
+    )
+    args = parser.parse_args(argv)
+    if args.numpy:
+        xp = np
+    else:
+        from nmfsc.gpu_backend import cupy_or_error
+
+        xp = cupy_or_error()
+    sync = synchronizer(xp)
+    wall = time.perf_counter()
+    rng = np.random.default_rng(2004)
+    if args.data:
+        V_host = np.load(args.data, mmap_mode="r")
+        V_host = np.ascontiguousarray(V_host, dtype=np.float64)
+    else:
+        V_host = np.abs(rng.standard_normal(tuple(args.shape)))
+    V_host /= V_host.max()  # max 1: the solvers make no scaled copy
+    N, T = V_host.shape
+    M = args.rank
+    V = xp.asarray(V_host)
+    print(f"# nmf_sc on the GPU: V {N} x {T}, rank {M}, sparseness_h={args.sparseness_h}\n")
+
+    fit(xp, V[:, : min(T, 4096)], M, 2, args.sparseness_h)  # warm-up: CuPy's kernels
+    gpu = fit(xp, V, M, args.iterations, args.sparseness_h)
+    gpu_s = per_iteration(gpu)
+    V32 = V.astype(xp.float32)
+    fit(xp, V32[:, : min(T, 4096)], M, 2, args.sparseness_h)
+    gpu32 = fit(xp, V32, M, args.iterations, args.sparseness_h)
+    gpu32_s = per_iteration(gpu32)
+    del V32
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        cpu = nmf_sc(
+            V_host,
+            M,
+            sparseness_h=args.sparseness_h,
+            max_iter=args.cpu_iterations,
+            tol=0,
+            random_state=0,
+        )
+    cpu_s = per_iteration(cpu, skip=0)
+    common = min(cpu.n_iter, gpu.n_iter) + 1
+    gap = float(
+        np.max(np.abs(gpu.objective[:common] - cpu.objective[:common]) / cpu.objective[:common])
+    )
+
+    W, H = gpu.W, gpu.H  # V has max 1: W is in the run's units
+    products_s = products_seconds(xp, V, W, H, sync)
+    l1 = l1_for_sparseness(args.sparseness_h, T)
+    ones = xp.ones(M)
+    trial = H + 0.01 * xp.asarray(rng.random((M, T)))
+    projection_s = best_seconds(lambda: project_rows(xp, trial, l1 * ones, ones), sync)
+    pass_s = best_seconds(lambda: float(trial.sum()), sync)
+
+    print("| what | seconds |")
+    print("|---|---|")
+    print(f"| nmf_sc, GPU, float64, per iteration (median of {gpu.n_iter}) | {gpu_s:.4f} |")
+    print(f"| nmf_sc, GPU, float32, per iteration | {gpu32_s:.4f} |")
+    print(
+        f"| nmf_sc, CPU ({os.cpu_count()} logical cores), float64, per iteration "
+        f"(median of {cpu.n_iter}) | {cpu_s:.3f} |"
+    )
+    print(
+        f"| the iteration's products alone, GPU (W^T V, W^T W H, H H^T, V H^T) | {products_s:.4f} |"
+    )
+    print(f"| projection of H's {M} rows of {T}, GPU | {projection_s:.4f} |")
+    print(f"| one pass over them (a sum), GPU | {pass_s:.5f} |")
+    print(
+        f"\nObjective histories, GPU vs CPU over {common - 1} iterations: "
+        f"max relative gap {gap:.1e}."
+    )
+    print(
+        "Line search trials are in the iteration's time; "
+        f"CPU start to end: {cpu.times[-1]:.1f} s.\n"
+    )
+    checks = [
+        (cpu_s / gpu_s, MIN_GPU_OVER_CPU, ">=", "GPU over the CPU's cores, per iteration"),
+        (gpu_s / products_s, MAX_ITERATION_OVER_PRODUCTS, "<=", "GPU iteration over its products"),
+        (projection_s / pass_s, MAX_PROJECTION_OVER_PASS, "<=", "projection over one pass"),
+        (gpu_s / gpu32_s, MIN_FLOAT32_OVER_FLOAT64, ">=", "float32 over float64 speed"),
+    ]
+    passed = []
+    for value, target, sense, text in checks:
+        ok = value >= target if sense == ">=" else value <= target
+        passed.append(ok)
+        print(f"- {'PASS' if ok else 'FAIL'}: {text}: {value:.2f}x (target {sense} {target:g}x)")
+    print(f"\nGPU: {card_name(xp)}. CPU: {cpu_name()}, {os.cpu_count()} logical cores.")
+    print(
+        f"Python {platform.python_version()}, numpy {np.__version__}"
+        + (
+            ""
+            if xp is np
+            else f", CuPy {xp.__version__}, CUDA runtime {xp.cuda.runtime.runtimeGetVersion()}"
+        )
+        + f". {time.perf_counter() - wall:.0f} s in all."
+    )
+    return 0 if all(passed) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""nmf_sc, nmf_euclidean and the projection on a GPU: V as a CuPy array.
+
+The design (see ``docs/gpu.md``): V, W and H stay on the device for the
+whole run; the products are cuBLAS's (CuPy's matmul), the projection of
+the factors' rows is array code (:mod:`~nmfsc.gpu_backend.projection`), and
+only scalars (the objective, the line search's test) and M x M or M-long
+results come back to the host. The loop, the stopping rules, the warnings,
+the callback and the checkpoints are the solvers' own
+(:class:`~nmfsc.solvers.framework.Run`); checkpoints copy W and H to the
+host to save them, never V.
+
+The array code is written once over an array namespace ``xp`` (``cupy`` on
+a GPU; ``numpy`` runs the very same code on the CPU, which is how it is
+tested where no GPU is):
+
+- :mod:`~nmfsc.gpu_backend.arrays`: the namespace of an array, the checks
+  of V, the float64 sums;
+- :mod:`~nmfsc.gpu_backend.projection`: Hoyer's projection of many rows
+  at once, exact (Hoyer's passes over all rows, each a few reductions, to
+  the closed-form threshold of a consistent support; a sort where they do
+  not settle);
+- :mod:`~nmfsc.gpu_backend.steps`: the data object and the iterations of
+  nmf_sc (``solver="hoyer"``) and nmf_euclidean;
+- :mod:`~nmfsc.gpu_backend.run`: the loop's hooks for device arrays.
+
+The package plugs into the solvers through :mod:`nmfsc.solvers.dispatch`:
+importing it (``import nmfsc`` does) registers the backend ``"gpu"``, which
+accepts a CuPy array (:func:`is_cupy_array`, which imports nothing) and
+runs the solvers whose entry in :data:`nmfsc.solvers.registry.SOLVERS`
+names it. CuPy is imported only when such a run starts.
+"""
+
+from __future__ import annotations
+
+from nmfsc.projection import register_array_projection
+from nmfsc.solvers.dispatch import Backend, register_backend
+from nmfsc.solvers.registry import GPU
+
+__all__ = ["cupy_or_error", "host_result", "is_cupy_array", "solve_on_gpu", "to_gpu"]
+
+
+def is_cupy_array(V):
+    """Whether V is a ``cupy.ndarray``, decided without importing CuPy."""
+    return type(V).__module__.startswith("cupy")
+
+
+def cupy_or_error():
+    """The ``cupy`` module, or an ImportError saying how to get it."""
+    try:
+        import cupy
+    except ImportError:
+        raise ImportError(
+            'the GPU backend needs CuPy: pip install "nmfsc[gpu]" (CuPy for CUDA 12), '
+            "or run on the CPU"
+        ) from None
+    return cupy
+
+
+def to_gpu(V):
+    """V copied to the current GPU as a CuPy array; an ImportError without
+    CuPy, a RuntimeError (one line) where CUDA finds no GPU."""
+    cupy = cupy_or_error()
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as error:  # CUDA's own error types differ by version
+        raise RuntimeError(f"CuPy finds no usable GPU ({error}); run on the CPU") from None
+    if count < 1:
+        raise RuntimeError("CuPy finds no GPU; run on the CPU")
+    return cupy.asarray(V)
+
+
+def host_result(result):
+    """``result`` with its W and H copied to host NumPy arrays (a new
+    :class:`~nmfsc.solvers.framework.NMFResult`)."""
+    from dataclasses import replace
+
+    from nmfsc.gpu_backend.arrays import to_host
+
+    return replace(result, W=to_host(result.W), H=to_host(result.H))
+
+
+def solve_on_gpu(steps, V, n_components, params, settings):
+    """Run the solver whose in-memory steps class is ``steps`` on the device
+    array V (:func:`nmfsc.gpu_backend.run.run_on_device`)."""
+    from nmfsc.gpu_backend.run import run_on_device
+
+    return run_on_device(steps, V, n_components, params, settings)
+
+
+def _project_batch_on_device(X, l1, l2, axis, nonneg, method, return_passes):
+    from nmfsc.gpu_backend.projection import project_batch_device
+
+    return project_batch_device(X, l1, l2, axis, nonneg, method, return_passes)
+
+
+register_backend(Backend(GPU, is_cupy_array, solve_on_gpu, array_name="CuPy (GPU) array"))
+register_array_projection(is_cupy_array, _project_batch_on_device)

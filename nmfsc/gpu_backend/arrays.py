@@ -1,0 +1,61 @@
+"""The array namespace of the GPU backend and what it needs around it.
+
+``xp`` is the module of the arrays a run works on: ``cupy`` for CuPy
+arrays, ``numpy`` otherwise. The backend's array code calls only functions
+the two share, so the same lines run on a GPU and, in the tests, on the CPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["check_device_data", "inner", "namespace", "to_host"]
+
+
+def namespace(x):
+    """``cupy`` for a CuPy array, else ``numpy``."""
+    if type(x).__module__.startswith("cupy"):
+        import cupy
+
+        return cupy
+    return np
+
+
+def to_host(x):
+    """x as a NumPy array (``.get()`` for a CuPy array)."""
+    return x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else np.asarray(x)
+
+
+def inner(xp, A, B):
+    """``sum(A * B)`` as a Python float: ``vdot`` for float64 (the in-memory
+    solvers' operation), the products summed in float64 otherwise."""
+    if A.dtype == np.float64 and B.dtype == np.float64:
+        return float(xp.vdot(A, B))
+    return float(xp.sum(A * B, dtype=xp.float64))
+
+
+def check_device_data(xp, V):
+    """V checked as the in-memory solvers check it (2-D, non-empty, real,
+    finite, non-negative, not all zeros), on the device, and max(V).
+
+    float32 and float64 stay as they are, other real dtypes become float64
+    (on the device). Each error is one line naming the problem."""
+    if V.ndim != 2:
+        raise ValueError(f"V must be 2-D, got an array with ndim={V.ndim}")
+    if V.size == 0:
+        raise ValueError(f"V is empty (shape {V.shape}); it needs at least one entry")
+    if V.dtype.kind not in "fiub":
+        raise TypeError(f"V must be a real numeric array, got dtype {V.dtype}")
+    if V.dtype not in (np.float32, np.float64):
+        V = V.astype(xp.float64)
+    bad = int(xp.count_nonzero(~xp.isfinite(V)))
+    if bad:
+        raise ValueError(f"V contains {bad} NaN or infinite values; remove or impute them")
+    low = float(V.min())
+    if low < 0:
+        count = int(xp.count_nonzero(V < 0))
+        raise ValueError(f"V has {count} negative entries (min {low!r}); NMF needs V >= 0")
+    scale = float(V.max())
+    if scale == 0.0:
+        raise ValueError(f"V is all zeros (shape {V.shape}); there is nothing to factorize")
+    return V, scale

@@ -1,0 +1,197 @@
+r"""Hoyer's projection of many rows at once, in array code (CuPy or NumPy).
+
+For a row x (of :math:`|x|` for the signed variant) and targets
+:math:`L_1, L_2`, the projection is :math:`s = \beta \max(x - \alpha, 0)`,
+whose support is the k largest entries. With :math:`y` the row sorted in
+decreasing order, :math:`S_1(k), S_2(k)` the sums of its first k entries
+and of their squares, and :math:`\rho = L_1 / L_2`, the threshold of a
+support of size k solves :math:`(S_1 - k\alpha)^2 = \rho^2 \sum_{i \le k}
+(y_i - \alpha)^2`:
+
+.. math:: \alpha_k = m_k - \rho \sqrt{\frac{c_k}{k (k - \rho^2)}},\quad
+          m_k = S_1 / k,\quad c_k = S_2 - S_1^2 / k,
+
+and k is a consistent support when :math:`y_{k+1} \le \alpha_k < y_k`.
+Among the consistent k (all computed at once from cumulative sums), the
+projection is the one closest to x, the largest
+:math:`\langle s, x\rangle` (the norms of s are fixed). Then
+:math:`\beta = L_2 / \lVert \max(x - \alpha, 0) \rVert`.
+
+This is the same point as the CPU kernels' (:mod:`nmfsc.projection`), to
+rounding, wherever the projection is unique. Where it is not, or no k is
+consistent in floating point (ties across the threshold), and at
+sparseness 1 (:math:`L_1 = L_2`, one entry), the rows follow the CPU's
+rule: one entry for sparseness 1 (the first largest), and the rest are
+projected by the CPU kernel itself, one row copied to the host and back,
+so that ties are broken by index exactly as there. A row that already
+meets the targets (to 1e-13) is returned as it is, as by the CPU kernels.
+
+The threshold is found by passes first (:func:`thresholds_by_passes`: no
+sort, a few reductions over the rows per pass, as many passes as Hoyer's
+algorithm takes), and by the sort above only for rows whose passes do not
+settle (:func:`thresholds_by_sort`). Memory: about six arrays of the rows'
+size.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nmfsc.gpu_backend.arrays import namespace, to_host
+from nmfsc.projection import project
+
+__all__ = ["project_batch_device", "project_rows"]
+
+#: The relative tolerance of "already meets the targets" (the CPU kernels').
+FEASIBLE_RTOL = 1e-13
+
+
+def project_rows(xp, X, l1, l2, nonneg=True):
+    """Project each row of the 2-D array X onto its targets ``l1[r]``, ``l2[r]``
+    (1-D float64 arrays of ``xp``). Returns ``(S, finite)``: S in float64 of
+    X's shape (rows that are not finite are left NaN) and a boolean per row.
+    Float32 rows are read as they are (the passes' sums in float64), so that
+    only the result is a float64 array of their size.
+
+    The threshold of each row comes from :func:`thresholds_by_passes`; the
+    rows whose passes do not settle take :func:`thresholds_by_sort`."""
+    if X.dtype != xp.float32:  # float32 rows stay float32; their sums are float64
+        X = X.astype(xp.float64, copy=False)
+    count, n = X.shape
+    A = X if nonneg else xp.abs(X)
+    finite = xp.isfinite(A).all(axis=1)
+    A = xp.where(finite[:, None], A, 0.0)
+    rho = l1 / l2
+    threshold, found = thresholds_by_passes(xp, A, rho, max_passes(n))
+    rest = to_host(~found & finite)
+    if rest.any():
+        rows = xp.asarray(np.flatnonzero(rest))
+        sorted_threshold, sorted_found = thresholds_by_sort(xp, A[rows], rho[rows])
+        threshold[rows] = sorted_threshold
+        found[rows] = sorted_found
+    threshold = threshold[:, None]
+    Z = xp.maximum(A - xp.where(found[:, None], threshold, 0.0), 0.0)
+    norms = xp.sqrt(xp.sum(Z * Z, axis=1))
+    S = Z * (l2 / xp.where(norms > 0, norms, 1.0))[:, None]
+    # Sparseness 1: l2 at the first largest entry.
+    single = xp.abs(rho - 1.0) <= FEASIBLE_RTOL
+    if bool(single.any()):
+        first = xp.argmax(A, axis=1)
+        one = xp.zeros_like(S)
+        one[xp.arange(count), first] = l2
+        S = xp.where(single[:, None], one, S)
+    # Rows that meet the targets already stay as they are.
+    total = xp.sum(A, axis=1, dtype=xp.float64)
+    norm = xp.sqrt(xp.sum(A * A, axis=1, dtype=xp.float64))
+    meets = (xp.abs(total - l1) <= FEASIBLE_RTOL * l1) & (xp.abs(norm - l2) <= FEASIBLE_RTOL * l2)
+    if nonneg:
+        meets &= (X >= 0).all(axis=1)
+    S = xp.where(meets[:, None], A, S)
+    if not nonneg:
+        S = xp.where(X < 0, -S, S)
+    fallback = to_host(finite & ~found & ~single & ~meets)
+    for r in np.flatnonzero(fallback):
+        row = project(to_host(X[r]), float(l1[r]), float(l2[r]), nonneg=nonneg)
+        S[r] = xp.asarray(row)
+    S = xp.where(finite[:, None], S, xp.nan)
+    return S, finite
+
+
+def max_passes(n):
+    """The passes :func:`thresholds_by_passes` may take (as the CPU kernels' filter)."""
+    return 2 * int(np.ceil(np.log2(max(n, 2)))) + 8
+
+
+def thresholds_by_passes(xp, A, rho, limit):
+    """Each row's threshold by Hoyer's passes, on all rows at once.
+
+    Start from the whole row as the support; each pass takes the support's
+    count k and sums S1, S2 (one reduction over the rows), sets the
+    threshold to the closed form of that support, and keeps the entries above
+    it. The support only shrinks; a row is done when it no longer changes
+    (the threshold is then the exact one of a consistent support). Returns
+    ``(threshold, found)``; rows not settled within ``limit`` passes, or
+    left with no room (k <= rho^2), are not found."""
+    count = A.shape[0]
+    alpha = xp.full(count, -xp.inf)
+    size = xp.full(count, -1, dtype=xp.int64)  # the last pass's support size
+    found = xp.zeros(count, dtype=bool)
+    for _ in range(limit):
+        Z = xp.where(A > alpha[:, None], A, 0.0)
+        k = xp.count_nonzero(A > alpha[:, None], axis=1)
+        S1 = Z.sum(axis=1, dtype=xp.float64)
+        if Z.dtype == xp.float64:
+            S2 = xp.einsum("ij,ij->i", Z, Z)
+        else:
+            S2 = xp.sum(Z * Z, axis=1, dtype=xp.float64)
+        kf = k.astype(xp.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room = kf * (kf - rho * rho)
+            centred = xp.maximum(S2 - S1 * S1 / kf, 0.0)
+            new = S1 / kf - rho * xp.sqrt(centred / room)
+        settled = (k == size) & (room > 0) & xp.isfinite(new)
+        found = settled
+        if bool(settled.all()):
+            alpha = new
+            break
+        alpha = xp.where(room > 0, new, alpha)
+        size = k
+    # A settled row's threshold is that of its final support (the last pass's).
+    return xp.where(found, alpha, 0.0), found
+
+
+def thresholds_by_sort(xp, A, rho):
+    """Each row's threshold from its sorted entries (module docstring):
+    ``(threshold, found)``; rows with no consistent support are not found."""
+    count, n = A.shape
+    A = A.astype(xp.float64, copy=False)
+    rho = rho[:, None]
+    Y = -xp.sort(-A, axis=1)
+    S1 = xp.cumsum(Y, axis=1)
+    S2 = xp.cumsum(Y * Y, axis=1)
+    k = xp.arange(1, n + 1, dtype=xp.float64)[None, :]
+    room = k * (k - rho * rho)
+    centred = xp.maximum(S2 - S1 * S1 / k, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha = S1 / k - rho * xp.sqrt(centred / room)
+        below = xp.concatenate([Y[:, 1:], xp.full((count, 1), -xp.inf)], axis=1)
+        valid = (room > 0) & (alpha < Y) & (alpha >= below) & xp.isfinite(alpha)
+        # <z, y> / ||z|| with z = y - alpha on the support: closeness to x.
+        norm2 = S2 - 2.0 * alpha * S1 + k * alpha * alpha
+        score = xp.where(valid & (norm2 > 0), (S2 - alpha * S1) / xp.sqrt(norm2), -xp.inf)
+    best = xp.argmax(score, axis=1)
+    found = xp.take_along_axis(valid, best[:, None], axis=1)[:, 0]
+    return xp.take_along_axis(alpha, best[:, None], axis=1)[:, 0], found
+
+
+def project_batch_device(X, l1, l2, axis, nonneg, method, return_passes):
+    """:func:`nmfsc.project_batch` (and :func:`nmfsc.project`, a 1-D X) of a
+    device array, computed on the device; the result is a device array.
+    ``method`` (checked by the caller) is accepted for the CPU's signature:
+    both of its methods give this projection. Errors as the CPU's."""
+    xp = namespace(X)
+    if return_passes:
+        raise ValueError("return_passes counts the CPU kernels' passes; not on a GPU array")
+    if X.ndim not in (1, 2) or X.size == 0:
+        raise ValueError(f"X must be a non-empty 1-D or 2-D array, got shape {X.shape}")
+    if axis not in (0, 1):
+        raise ValueError(f"axis must be 0 (columns) or 1 (rows), got {axis!r}")
+    rows = X[None, :] if X.ndim == 1 else (X.T if axis == 0 else X)
+    count, n = rows.shape
+    l1a = xp.broadcast_to(xp.asarray(l1, dtype=xp.float64), (count,))
+    l2a = xp.broadcast_to(xp.asarray(l2, dtype=xp.float64), (count,))
+    ok = (l2a > 0) & (l1a >= l2a * (1 - 1e-12)) & (l1a <= np.sqrt(n) * l2a * (1 + 1e-12))
+    if not bool(ok.all()):
+        i = int(to_host(xp.flatnonzero(~ok))[0])
+        raise ValueError(
+            f"l1={float(l1a[i])!r} is unreachable (vector {i}) for a vector of length {n} with "
+            f"l2={float(l2a[i])!r}: it must satisfy 0 < l2 <= l1 <= sqrt(n) * l2"
+        )
+    S, finite = project_rows(xp, rows, l1a, l2a, nonneg)
+    if not bool(finite.all()):
+        what = "column" if axis == 0 and X.ndim == 2 else "row"
+        first = int(to_host(xp.flatnonzero(~finite))[0])
+        raise ValueError(f"X contains NaN or infinity ({what} {first})")
+    if X.ndim == 1:
+        return S[0]
+    return xp.ascontiguousarray(S.T) if axis == 0 else S

@@ -1,0 +1,109 @@
+"""The loop of a run on device arrays: :class:`~nmfsc.solvers.framework.Run`
+with its hooks for V, W and H kept on the device.
+
+Only scalars, M-long and M x M arrays cross to the host during the
+iterations. A checkpoint copies W and H to the host to write them (as the
+in-memory format, so :func:`nmfsc.solvers.checkpoint.load_checkpoint`
+validates it) and a resumed run copies them back; V never leaves the
+device: its fingerprint is a digest of its row and column sums, computed
+there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import partial
+
+import numpy as np
+
+from nmfsc.gpu_backend.arrays import check_device_data, namespace, to_host
+from nmfsc.gpu_backend.steps import DEVICE_STEPS, DeviceData
+from nmfsc.solvers.checkpoint import save_checkpoint
+from nmfsc.solvers.framework import Run
+
+__all__ = ["DeviceRun", "run_on_device"]
+
+
+def run_on_device(steps, V, n_components, params, settings, stacklevel=6):
+    """Run the in-memory steps class ``steps`` (HoyerSteps or EuclideanSteps)
+    with its keywords ``params`` on the device array V; the result's W and
+    H are device arrays. V may be a NumPy array: the same code then runs on
+    the CPU (the tests do this). ``stacklevel`` points a ConvergenceWarning
+    at the caller of the public solver (Run.run, this function, the backend's
+    entry, ``run_steps``, the solver, its settings decorator)."""
+    make_steps = partial(DEVICE_STEPS[steps], **params)
+    return DeviceRun(make_steps, V, n_components, params, settings).run(stacklevel=stacklevel)
+
+
+class DeviceRun(Run):
+    """A :class:`~nmfsc.solvers.framework.Run` whose V, W and H are device arrays."""
+
+    def open_data(self, V):
+        self.xp = namespace(V)
+        self.V, self.scale = check_device_data(self.xp, V)
+        self.data = DeviceData(self.xp, self.V, self.scale)
+
+    def check_settings(self):
+        if self.settings.init not in ("random", "custom"):
+            raise ValueError(
+                f"init={self.settings.init!r} is not computed on a GPU; use init='random' "
+                "or pass W_init and H_init"
+            )
+
+    def fingerprint(self):
+        """``"gpu:NxT:sha256"`` of V's row and column sums (float64), computed on the device."""
+        xp = self.xp
+        digest = hashlib.sha256(b"gpu")
+        for axis in (1, 0):
+            sums = to_host(xp.sum(self.V, axis=axis, dtype=xp.float64))
+            digest.update(np.ascontiguousarray(sums).data)
+        return f"gpu:{self.V.shape[0]}x{self.V.shape[1]}:{digest.hexdigest()}"
+
+    def load(self, path):
+        state, iteration, history, times = super().load(path)
+        state = {
+            key: self.xp.asarray(value) if key in ("W", "H") else value
+            for key, value in state.items()
+        }
+        return state, iteration, history, times
+
+    def write_checkpoint(self, path, *, state, **rest):
+        """:func:`save_checkpoint` of the state with W and H copied to the host."""
+        host = {key: to_host(v) if key in ("W", "H") else v for key, v in state.items()}
+        save_checkpoint(path, state=host, **rest)
+
+    def callback_factors(self, state):
+        """W (in V's units) and H as device arrays (new W, the state's H)."""
+        return state["W"] * self.scale, state["H"]
+
+    def final_factors(self, state):
+        xp = self.xp
+        H = state["H"].copy()
+        relative_error = self.data.relative_error(state["W"], H)
+        W = state["W"] * self.scale
+        if not bool(xp.isfinite(W).all()):
+            raise FloatingPointError(
+                f"W in V's units overflows float64 (max(V) = {self.scale:.3g}): divide V by a "
+                "power of ten (e.g. 1e10) and multiply W by it afterwards"
+            )
+        return {
+            "W": W,
+            "H": H,
+            "sparseness_W": _sparseness(xp, W, 0),
+            "sparseness_H": _sparseness(xp, H, 1),
+            "relative_error": relative_error,
+        }
+
+
+def _sparseness(xp, X, axis):
+    """Hoyer's sparseness of X's columns (rows), NaN for a zero vector, as a
+    host array (:func:`nmfsc.sparseness.sparseness_or_nan`'s values)."""
+    n = X.shape[axis]
+    if n < 2:
+        return np.full(X.shape[1 - axis], np.nan)
+    l1 = xp.sum(xp.abs(X), axis=axis, dtype=xp.float64)
+    l2 = xp.sqrt(xp.sum(X * X, axis=axis, dtype=xp.float64))
+    root = np.sqrt(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = (root - l1 / l2) / (root - 1.0)
+    return to_host(xp.where(l2 > 0, s, xp.nan))

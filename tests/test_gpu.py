@@ -1,0 +1,327 @@
+"""The GPU backend (nmfsc.gpu_backend).
+
+Its array code is written once over an array namespace, so most of it runs
+here with NumPy standing in for CuPy: the same lines as on a GPU, on the
+CPU. Those tests check what the issue asks of the GPU path (the CPU's
+iterates, stopping rules, warnings, callbacks, checkpoints; the exact
+projection). The tests marked ``needs_gpu`` run the same checks on CuPy
+arrays and skip where CuPy or a GPU is absent (CI).
+"""
+
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import nmfsc
+from nmfsc import ConvergenceWarning, l1_for_sparseness, nmf_euclidean, nmf_sc, project
+from nmfsc.gpu_backend import is_cupy_array
+from nmfsc.gpu_backend.projection import project_batch_device, project_rows
+from nmfsc.gpu_backend.run import run_on_device
+from nmfsc.solvers import dispatch, registry
+from nmfsc.solvers.framework import LoopSettings
+from nmfsc.solvers.hoyer import HoyerSteps
+from nmfsc.solvers.standard import EuclideanSteps
+
+
+def _cupy_with_gpu():
+    try:
+        import cupy
+
+        return cupy if cupy.cuda.runtime.getDeviceCount() > 0 else None
+    except Exception:
+        return None
+
+
+CUPY = _cupy_with_gpu()
+needs_gpu = pytest.mark.skipif(CUPY is None, reason="needs CuPy and a CUDA GPU")
+# The issue's bound on float64 histories, GPU path against CPU, over 50 iterations.
+HISTORY_RTOL = 1e-9
+
+
+@pytest.fixture(scope="module")
+def V():
+    return np.abs(np.random.default_rng(0).standard_normal((40, 300))) * 3.0
+
+
+def on_device(steps, V, n_components, params, name="nmf_sc", **loop):
+    """The GPU path's run, with NumPy arrays: the device code on the CPU."""
+    settings = LoopSettings.from_keywords(name, loop)
+    return run_on_device(steps, V, n_components, params, settings, stacklevel=4)
+
+
+def relative_gap(a, b):
+    return float(np.max(np.abs(np.asarray(a) - np.asarray(b)) / np.abs(np.asarray(b))))
+
+
+SPARSENESS = [(None, 0.85), (0.6, None), (0.6, 0.7), (None, None)]
+
+
+@pytest.mark.parametrize(("s_w", "s_h"), SPARSENESS)
+def test_nmf_sc_device_path_has_the_cpu_iterates(V, s_w, s_h):
+    params = {"sparseness_w": s_w, "sparseness_h": s_h}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        cpu = nmf_sc(V, 5, max_iter=50, tol=0, random_state=1, **params)
+        dev = on_device(HoyerSteps, V, 5, params, max_iter=50, tol=0, random_state=1)
+    assert dev.n_iter == cpu.n_iter == 50
+    assert relative_gap(dev.objective, cpu.objective) < HISTORY_RTOL
+    np.testing.assert_allclose(dev.W, cpu.W, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(dev.H, cpu.H, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(dev.sparseness_H, cpu.sparseness_H, rtol=1e-9)
+    assert dev.step_sizes == pytest.approx(cpu.step_sizes, rel=1e-9)
+    assert dev.relative_error == pytest.approx(cpu.relative_error, rel=1e-9)
+
+
+def test_nmf_euclidean_device_path_has_the_cpu_iterates(V):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        cpu = nmf_euclidean(V, 5, max_iter=50, tol=0, random_state=2)
+        dev = on_device(
+            EuclideanSteps, V, 5, {}, "nmf_euclidean", max_iter=50, tol=0, random_state=2
+        )
+    assert relative_gap(dev.objective, cpu.objective) < HISTORY_RTOL
+    np.testing.assert_allclose(dev.W, cpu.W, rtol=1e-8, atol=1e-10)
+
+
+def test_float32_runs_and_keeps_its_dtype(V):
+    params = {"sparseness_w": None, "sparseness_h": 0.8}
+    with pytest.warns(ConvergenceWarning, match="max_iter=20 reached"):
+        dev = on_device(HoyerSteps, V.astype(np.float32), 4, params, max_iter=20, random_state=0)
+    assert dev.W.dtype == dev.H.dtype == np.float32
+    assert np.all(np.diff(dev.objective) <= 1e-5 * dev.objective[0])
+    np.testing.assert_allclose(dev.sparseness_H, 0.8, atol=1e-5)
+
+
+def test_stopping_rule_and_callback_are_the_loops(V):
+    params = {"sparseness_w": None, "sparseness_h": 0.5}
+    cpu = nmf_sc(V, 3, random_state=0, tol=1e-4, **params)
+    seen = []
+    dev = on_device(
+        HoyerSteps,
+        V,
+        3,
+        params,
+        random_state=0,
+        tol=1e-4,
+        callback=lambda it: seen.append(it.objective),
+    )
+    assert dev.stop_reason == cpu.stop_reason == "tol" and dev.n_iter == cpu.n_iter
+    assert seen == list(dev.objective[1:])
+    stopped = on_device(HoyerSteps, V, 3, params, random_state=0, callback=lambda it: True)
+    assert stopped.stop_reason == "callback" and stopped.n_iter == 1
+
+
+def test_checkpoint_and_resume_continue_the_run(V, tmp_path):
+    params = {"sparseness_w": 0.5, "sparseness_h": 0.6}
+    path = tmp_path / "run.npz"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        whole = on_device(HoyerSteps, V, 3, params, max_iter=12, tol=0, random_state=0)
+        on_device(HoyerSteps, V, 3, params, max_iter=5, tol=0, random_state=0, checkpoint=path)
+        resumed = on_device(
+            HoyerSteps,
+            V,
+            3,
+            params,
+            max_iter=12,
+            tol=0,
+            random_state=0,
+            checkpoint=path,
+            resume=True,
+        )
+    assert resumed.n_iter == 12
+    np.testing.assert_array_equal(resumed.objective, whole.objective)
+    np.testing.assert_array_equal(resumed.W, whole.W)
+
+
+def test_device_run_refuses_what_it_cannot_compute(V):
+    with pytest.raises(ValueError, match="negative entries"):
+        on_device(HoyerSteps, -V, 3, {"sparseness_w": None, "sparseness_h": 0.5})
+    with pytest.raises(ValueError, match="init='nndsvd' is not computed on a GPU"):
+        on_device(HoyerSteps, V, 3, {"sparseness_w": None, "sparseness_h": 0.5}, init="nndsvd")
+
+
+def projection_cases():
+    rng = np.random.default_rng(3)
+    for k in range(200):
+        n = int(rng.choice([2, 3, 5, 17, 100, 361, 1500]))
+        m = int(rng.integers(1, 5))
+        X = rng.standard_normal((m, n)) if k % 3 == 0 else np.abs(rng.standard_normal((m, n)))
+        if k % 4 == 0:
+            X = np.round(X, 1)  # ties, among them across the threshold
+        l2 = rng.uniform(0.5, 2.0, m)
+        l1 = np.array([l1_for_sparseness(float(rng.uniform(0.0, 1.0)), n, t) for t in l2])
+        yield X, l1, l2, bool(k % 5)
+
+
+def test_projection_is_the_cpu_projection():
+    """Every row as nmfsc.project gives it (to rounding), the support
+    included, signed and non-negative, ties and sparseness 0 and 1."""
+    for X, l1, l2, nonneg in projection_cases():
+        S, finite = project_rows(np, X, l1, l2, nonneg)
+        assert finite.all()
+        for r in range(X.shape[0]):
+            want = project(X[r], l1[r], l2[r], nonneg=nonneg)
+            np.testing.assert_allclose(S[r], want, rtol=1e-9, atol=1e-12 * l2[r])
+            assert np.array_equal(S[r] != 0, want != 0)
+
+
+def test_projection_edge_rows():
+    x = np.full(6, 0.5)
+    S, _ = project_rows(np, np.stack([x, x]), np.array([1.0, np.sqrt(6)]), np.ones(2))
+    np.testing.assert_array_equal(S[0], project(x, 1.0, 1.0))  # sparseness 1: the first entry
+    np.testing.assert_allclose(S[1], project(x, np.sqrt(6), 1.0), rtol=1e-15)  # sparseness 0
+    already = project(np.arange(1.0, 7.0), 2.0, 1.0)
+    S, _ = project_rows(np, already[None, :], np.array([2.0]), np.ones(1))
+    np.testing.assert_array_equal(S[0], already)  # meets the targets: as it is
+    bad = np.array([[1.0, np.nan, 2.0], [1.0, 2.0, 3.0]])
+    S, finite = project_rows(np, bad, np.array([1.2, 1.2]), np.ones(2))
+    assert finite.tolist() == [False, True] and np.isnan(S[0]).all()
+
+
+def test_project_batch_device_layouts_and_errors():
+    X = np.abs(np.random.default_rng(4).standard_normal((30, 4)))
+    l1 = l1_for_sparseness(0.7, 30)
+    np.testing.assert_allclose(
+        project_batch_device(X, l1, 1.0, 0, True, "fast", False),
+        nmfsc.project_batch(X, l1, 1.0, axis=0),
+        rtol=1e-9,
+        atol=1e-13,
+    )
+    with pytest.raises(ValueError, match="unreachable"):
+        project_batch_device(X, 100.0, 1.0, 0, True, "fast", False)
+    with pytest.raises(ValueError, match=r"NaN or infinity \(column 2\)"):
+        bad = X.copy()
+        bad[3, 2] = np.inf
+        project_batch_device(bad, l1, 1.0, 0, True, "fast", False)
+
+
+def test_the_backend_is_registered_and_named_in_the_table():
+    stub = type("ndarray", (), {"__module__": "cupy._core.core"})()
+    assert is_cupy_array(stub) and not is_cupy_array(np.zeros(2))
+    assert dispatch.backend_for(stub).name == registry.GPU
+    gpu_rows = {(s.name, s.variant) for s in registry.SOLVERS if registry.GPU in s.backends}
+    assert gpu_rows == {("nmf_sc", "hoyer"), ("nmf_euclidean", None)}
+
+
+def test_import_nmfsc_does_not_import_cupy():
+    code = (
+        "import sys, numpy as np, nmfsc\n"
+        "nmfsc.project(np.arange(1.0, 5.0), 1.5, 1.0)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('cupy', 'numba_cuda')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        check=True,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.skipif(CUPY is not None, reason="a GPU is there: the error is not raised")
+def test_cli_device_gpu_without_cupy_is_one_line(tmp_path):
+    data = tmp_path / "v.csv"
+    data.write_text("1,2,3\n4,5,6\n7,8,9.5\n")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nmfsc",
+            "fit",
+            str(data),
+            "-k",
+            "2",
+            "--device",
+            "gpu",
+            "--out",
+            str(tmp_path / "o.npz"),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "--device gpu" in out.stderr
+    assert not (tmp_path / "o.npz").exists()
+
+
+@needs_gpu
+@pytest.mark.parametrize(("s_w", "s_h"), SPARSENESS)
+def test_cupy_arrays_in_cupy_arrays_out(V, s_w, s_h):
+    params = {"sparseness_w": s_w, "sparseness_h": s_h}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        cpu = nmf_sc(V, 5, max_iter=50, tol=0, random_state=1, **params)
+        gpu = nmf_sc(CUPY.asarray(V), 5, max_iter=50, tol=0, random_state=1, **params)
+    assert is_cupy_array(gpu.W) and is_cupy_array(gpu.H)
+    assert relative_gap(gpu.objective, cpu.objective) < HISTORY_RTOL
+    np.testing.assert_allclose(gpu.W.get(), cpu.W, rtol=1e-8, atol=1e-10)
+
+
+@needs_gpu
+def test_cupy_projection_and_euclidean(V):
+    X = CUPY.asarray(V)
+    l1 = l1_for_sparseness(0.7, V.shape[0])
+    S = nmfsc.project_batch(X, l1, 1.0, axis=0)
+    assert is_cupy_array(S)
+    np.testing.assert_allclose(S.get(), nmfsc.project_batch(V, l1, 1.0), rtol=1e-9, atol=1e-13)
+    s = nmfsc.project(X[:, 0], l1, 1.0)
+    np.testing.assert_allclose(s.get(), project(V[:, 0], l1, 1.0), rtol=1e-9, atol=1e-13)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        cpu = nmf_euclidean(V, 4, max_iter=50, tol=0, random_state=0)
+        gpu = nmf_euclidean(X, 4, max_iter=50, tol=0, random_state=0)
+    assert relative_gap(gpu.objective, cpu.objective) < HISTORY_RTOL
+
+
+def test_passes_and_sort_find_the_same_thresholds():
+    """The two ways project_rows finds a row's threshold agree (the sort is
+    the passes' fallback, so each is checked against the other)."""
+    from nmfsc.gpu_backend.projection import max_passes, thresholds_by_passes, thresholds_by_sort
+
+    rng = np.random.default_rng(5)
+    for n in (10, 361, 5000):
+        A = np.abs(rng.standard_normal((8, n))) ** rng.uniform(0.5, 3.0, (8, 1))
+        rho = np.array([l1_for_sparseness(s, n) for s in np.linspace(0.05, 0.95, 8)])
+        by_passes, settled = thresholds_by_passes(np, A, rho, max_passes(n))
+        by_sort, found = thresholds_by_sort(np, A, rho)
+        assert settled.all() and found.all()
+        np.testing.assert_allclose(by_passes, by_sort, rtol=1e-10, atol=1e-13)
+
+
+def test_public_solvers_reach_the_backend_through_the_seam(V, monkeypatch):
+    """nmf_sc and nmf_euclidean hand data the GPU backend accepts to it (here
+    NumPy data, made acceptable): same history, the warning at the caller,
+    and solver='accelerated' refused with the variant that runs there."""
+    from nmfsc.gpu_backend import solve_on_gpu
+    from nmfsc.gpu_backend.run import DeviceRun
+
+    calls = []
+    open_data = DeviceRun.open_data
+
+    def counted(run, data):
+        calls.append(data.shape)
+        open_data(run, data)
+
+    monkeypatch.setattr(DeviceRun, "open_data", counted)
+    gpu = dispatch.Backend(registry.GPU, lambda data: data is V, solve_on_gpu)
+    monkeypatch.setattr(dispatch, "backend_for", lambda data: gpu if gpu.accepts(data) else None)
+    with pytest.warns(ConvergenceWarning) as caught:
+        routed = nmf_sc(V, 3, sparseness_h=0.7, max_iter=10, random_state=0)
+    assert caught[0].filename == __file__
+    with pytest.warns(ConvergenceWarning):
+        cpu = nmf_sc(V.copy(), 3, sparseness_h=0.7, max_iter=10, random_state=0)
+    assert relative_gap(routed.objective, cpu.objective) < HISTORY_RTOL
+    with pytest.warns(ConvergenceWarning):
+        nmf_euclidean(V, 3, max_iter=5, random_state=0)
+    assert len(calls) == 2  # both runs were DeviceRuns
+    with pytest.raises(ValueError, match="solver='hoyer'"):
+        nmf_sc(V, 3, sparseness_h=0.7, solver="accelerated")
