@@ -284,3 +284,10 @@ class MaskedRun(Run):
 
     def fingerprint(self):
         return self.data.fingerprint()
+
+    def data_columns(self, columns):
+        """The observed entries of V's ``columns`` divided by its scale, zeros
+        where unobserved (what :func:`~nmfsc.solvers._result.degenerate_counts`
+        reads to tell a dead sample)."""
+        data = self.data
+        return (data.V_sparse if isinstance(data, MaskedStored) else data.V)[:, columns]
