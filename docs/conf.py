@@ -6,6 +6,7 @@ Build it with ``python -m sphinx -b html docs docs/_build/html`` (CI adds
 """
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -228,7 +229,20 @@ def _constant_docstring(app, what, name, obj, options, lines):
             return
 
 
+# matplotlib's JavaScript animation (the projection example) links Font Awesome's
+# stylesheet from a CDN for its buttons' icons. The theme already serves Font Awesome
+# from the site (_static/scripts/fontawesome.js draws the same fa-* icons), so the
+# link is dropped: an offline reader loses nothing and nothing is fetched elsewhere.
+_CDN_STYLESHEET = re.compile(r'<link rel="stylesheet"\s+href="https://[^"]*font-awesome[^"]*">\n?')
+
+
+def _drop_cdn_stylesheet(app, docname, source):
+    if docname.startswith("auto_examples/"):
+        source[0] = _CDN_STYLESHEET.sub("", source[0])
+
+
 def setup(app):
+    app.connect("source-read", _drop_cdn_stylesheet)
     app.connect("source-read", _read_reproduction)
     app.connect("source-read", _write_settings)
     app.connect("autodoc-process-docstring", _constant_docstring, priority=400)
