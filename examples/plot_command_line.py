@@ -8,8 +8,8 @@ of 32 x 32 pixels, :func:`nmfsc.datasets.swimmer`) is written as a folder of
 PNG files, the kind of input you might have, and the two commands run on it,
 exactly as typed in a shell (``python -m nmfsc`` is the same program as
 ``nmfsc``). Everything below is the commands' own output in this build of the
-site: the Markdown report that ``compare`` prints, laid out as columns, its
-``bases.png``, and the summary line of ``fit``. The times depend on the machine.
+site: the Markdown report that ``compare`` prints (its tables turned on their
+side to fit the page), its ``bases.png``, and the summary line of ``fit``. The times depend on the machine.
 """
 
 import csv
@@ -41,7 +41,7 @@ env = dict(os.environ, PYTHONPATH=str(Path(nmfsc.__file__).parents[1]))
 
 def nmfsc_command(*args):
     """Run ``python -m nmfsc ARGS`` in the temporary folder; print the command line."""
-    print("$ nmfsc " + " ".join(args))
+    print(" \\\n      ".join(textwrap.wrap("$ nmfsc " + " ".join(args), 76)))
     return subprocess.run(
         [sys.executable, "-m", "nmfsc", *args],
         cwd=workdir.name,
@@ -52,8 +52,15 @@ def nmfsc_command(*args):
     )
 
 
+def show(text):
+    """Print a command's output with its long lines wrapped (continued lines indented)."""
+    for line in text.strip().splitlines():
+        print(textwrap.fill(line, 90, subsequent_indent="    ") if line else "")
+
+
 def show_markdown(text):
-    """Print a Markdown report readably: paragraphs wrapped, tables as aligned columns."""
+    """Print a Markdown report readably: paragraphs wrapped, and each table turned
+    on its side (one column per run, one line per quantity) to fit the page."""
     table = []
     for line in [*text.splitlines(), ""]:
         if line.startswith("|"):
@@ -62,11 +69,10 @@ def show_markdown(text):
                 table.append(cells)
             continue
         if table:
-            widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-            for row in table:
-                print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+            for quantity in zip(*table, strict=True):  # the transpose
+                print(quantity[0].ljust(20) + "".join(cell.ljust(25) for cell in quantity[1:]))
             table = []
-        print(textwrap.fill(line, 79) if line else "")
+        print(textwrap.fill(line, 90) if line else "")
 
 
 # %%
@@ -81,10 +87,18 @@ compare = nmfsc_command(
     "--max-iter", "300", "--out", "swimmer-report", "--no-progress",
 )  # fmt: skip
 print(f"exit status {compare.returncode}\n")
-show_markdown(compare.stdout)
-print(compare.stderr.strip().splitlines()[-1])
+prose, _, tables = compare.stdout.partition("## ")
+show_markdown(prose)
+
+# %%
+# The report's tables (here one seed, so the summary and the run agree), then
+# the last line on stderr and the files written.
+
+show_markdown("## " + tables)
+show(compare.stderr.strip().splitlines()[-1])
 report = Path(workdir.name) / "swimmer-report"
-print("\nswimmer-report/ holds:", ", ".join(sorted(p.name for p in report.iterdir() if not p.name.startswith("."))))
+written = sorted(p.name for p in report.iterdir() if not p.name.startswith("."))
+show("swimmer-report/ holds: " + ", ".join(written))
 
 # What the text claims, checked: the command succeeded, nmf_sc's basis is at
 # the requested sparseness, and the report holds the bases figure shown below.
@@ -114,8 +128,8 @@ fit = nmfsc_command(
     "fit", "swimmer/", "--n-components", "17", "--sparseness-w", "0.8",
     "--max-iter", "300", "--out", "swimmer-fit.npz", "--no-progress",
 )  # fmt: skip
-print(fit.stdout.strip())
-print(fit.stderr.strip())
+show(fit.stdout)
+show(fit.stderr)
 assert fit.returncode == 0, fit.stderr
 
 with np.load(Path(workdir.name) / "swimmer-fit.npz", allow_pickle=False) as saved:
@@ -128,7 +142,7 @@ assert W.shape == (1024, 17) and H.shape == (17, 256)
 
 (Path(workdir.name) / "counts.csv").write_text("1,2,3\n4,-5,6\n", encoding="utf-8")
 bad = nmfsc_command("compare", "counts.csv", "-k", "2", "--sparseness-w", "0.5")
-print(bad.stderr.strip())
+show(bad.stderr)
 print(f"exit status {bad.returncode}")
 assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
 workdir.cleanup()
