@@ -21,6 +21,7 @@ observed. The next example does the same on the ORL faces and weighs the
 sparseness constraint against plain NMF.
 """
 
+import textwrap
 import warnings
 
 import matplotlib.pyplot as plt
@@ -39,7 +40,7 @@ V_missing = np.where(hidden, np.nan, V)
 try:
     nmfsc.nmf_sc(V_missing, 16, sparseness_w=0.6, random_state=0)
 except ValueError as error:
-    print(f"without a mask, NaN is an error: {error}")
+    print("without a mask, NaN is an error:\n" + textwrap.fill(str(error), 88))
 else:
     raise AssertionError("nmf_sc accepted a V with NaN and no mask")
 
@@ -94,10 +95,8 @@ new_filled = model.inverse_transform(codes)
 new_hidden = hidden.T[1500:]
 new_error = hidden_error(new_filled, V.T[1500:], new_hidden)
 new_mean_fill = hidden_error(np.broadcast_to(pixel_means.T, new_filled.shape), V.T[1500:], new_hidden)
-print(
-    f"new images: mean fill {new_mean_fill:.3f}, SparseNMF.transform {new_error:.3f} "
-    "(relative error on their hidden pixels)"
-)
+print("new images, relative error on their hidden pixels:")
+print(f"mean fill {new_mean_fill:.3f}, SparseNMF.transform {new_error:.3f}")
 assert new_error < 0.8 * new_mean_fill, (new_error, new_mean_fill)
 
 # %%
