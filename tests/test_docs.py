@@ -102,7 +102,8 @@ def test_site_serves_mathjax_itself():
 
 def test_gallery_animation_links_no_cdn_stylesheet():
     # matplotlib's JavaScript animation (the projection example) links Font
-    # Awesome from a CDN; conf.py drops that link from the gallery's pages.
+    # Awesome from a CDN; conf.py drops that link from the gallery's pages and
+    # gives the player's buttons Unicode symbols instead of its icons.
     pytest.importorskip("mathjax", reason="django-static-mathjax (the docs extra) not installed")
     import runpy
 
@@ -118,6 +119,8 @@ def test_gallery_animation_links_no_cdn_stylesheet():
     conf["_drop_cdn_stylesheet"](None, "auto_examples/plot_projection_steps", source)
     assert "https://" not in source[0]
     assert "anim-slider" in source[0] and source[0].endswith("after")
+    # The buttons keep a visible label: no Font Awesome 4 icon is left unmapped.
+    assert '<i class="fa ' not in source[0]
 
 def _blas_limits_restored():
     try:
