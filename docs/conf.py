@@ -6,6 +6,7 @@ Build it with ``python -m sphinx -b html docs docs/_build/html`` (CI adds
 """
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -228,7 +229,34 @@ def _constant_docstring(app, what, name, obj, options, lines):
             return
 
 
+# matplotlib's JavaScript animation (the projection example) links Font Awesome 4's
+# stylesheet from a CDN for its buttons' icons. The link is dropped, so that nothing
+# is fetched from another host, and each icon becomes a plain Unicode symbol (the
+# theme's own Font Awesome draws only the icons the theme uses): the player works,
+# and shows its buttons, offline.
+_CDN_STYLESHEET = re.compile(r'<link rel="stylesheet"\s+href="https://[^"]*font-awesome[^"]*">\n?')
+_ANIMATION_ICONS = {
+    "fa fa-minus": "\u2212",  # slower
+    "fa fa-fast-backward": "\u21e4",  # first frame
+    "fa fa-step-backward": "\u25c2\u2223",  # previous frame
+    "fa fa-play fa-flip-horizontal": "\u25c0",  # play backwards
+    "fa fa-pause": "\u2016",  # pause
+    "fa fa-play": "\u25b6",  # play
+    "fa fa-step-forward": "\u2223\u25b8",  # next frame
+    "fa fa-fast-forward": "\u21e5",  # last frame
+    "fa fa-plus": "+",  # faster
+}
+_ICON = re.compile(r'<i class="(fa fa-[a-z -]+)"></i>')
+
+
+def _drop_cdn_stylesheet(app, docname, source):
+    if docname.startswith("auto_examples/"):
+        text = _CDN_STYLESHEET.sub("", source[0])
+        source[0] = _ICON.sub(lambda m: _ANIMATION_ICONS.get(m.group(1), m.group(0)), text)
+
+
 def setup(app):
+    app.connect("source-read", _drop_cdn_stylesheet)
     app.connect("source-read", _read_reproduction)
     app.connect("source-read", _write_settings)
     app.connect("autodoc-process-docstring", _constant_docstring, priority=400)

@@ -15,6 +15,10 @@ The table below is this run's own output. What it shows:
 * nmf_sc holds every basis image at exactly 0.85, and its basis is more local
   than those of the unconstrained fits (Lee and Seung's ``nmf_euclidean`` and
   scikit-learn's ``sklearn_cd``), at a somewhat higher reconstruction error;
+* ``nmf_sc_accelerated`` solves the same problem from the same start
+  (``nmf_sc(solver="accelerated")``): its basis is held at 0.85 too, its error
+  is within 0.01 of the paper's algorithm's, and it stops by the same rule in
+  fewer iterations;
 * the L1-penalised baseline is marked "not matched" at this level: its weights
   switch components off before its mean sparseness reaches 0.85 (the
   :doc:`penalty against constraint <plot_l1_versus_constraint>` example looks at
@@ -34,10 +38,10 @@ comparison = nmfsc.compare(
 )
 rows = {row["method"]: row for row in comparison.rows}
 header = ("method", "rel. error", "sparseness W", "locality", "iterations")
-print(f"{header[0]:<16s} {header[1]:>10s} {header[2]:>12s} {header[3]:>8s} {header[4]:>10s}")
+print(f"{header[0]:<19s} {header[1]:>10s} {header[2]:>12s} {header[3]:>8s} {header[4]:>10s}")
 for method, row in rows.items():
     print(
-        f"{method:<16s} {row['relative_error']:10.4f} {row['sparseness_W']:12.3f} "
+        f"{method:<19s} {row['relative_error']:10.4f} {row['sparseness_W']:12.3f} "
         f"{row['locality']:8.3f} {row['n_iter']:10d}"
     )
 search = comparison.matched[0]
@@ -49,6 +53,11 @@ assert np.allclose(nmfsc.sparseness(W_sc, axis=0), 0.85, atol=1e-6)
 for plain in ("nmf_euclidean", "sklearn_cd"):
     assert rows["nmf_sc"]["locality"] > rows[plain]["locality"], plain
     assert rows["nmf_sc"]["relative_error"] > rows[plain]["relative_error"], plain
+W_fast, _ = comparison.factors("nmf_sc_accelerated")
+assert np.allclose(nmfsc.sparseness(W_fast, axis=0), 0.85, atol=1e-6)
+fast, paper = rows["nmf_sc_accelerated"], rows["nmf_sc"]
+assert abs(fast["relative_error"] - paper["relative_error"]) < 0.01
+assert fast["stop_reason"] == paper["stop_reason"] == "tol" and fast["n_iter"] < paper["n_iter"]
 assert not search["matched"] and any(s is None for _, s in search["path"]), "components off"
 
 # %%
@@ -65,10 +74,8 @@ plt.show()
 
 fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
 for curve in comparison.curves:
-    if len(curve["iteration"]) > 2:  # scikit-learn's runs report start and end only
-        ax.semilogx(
-            np.maximum(curve["iteration"], 1), curve["relative_error"], label=curve["method"]
-        )
+    # scikit-learn's curves have a point every 10 iterations, nmfsc's every one.
+    ax.semilogx(np.maximum(curve["iteration"], 1), curve["relative_error"], label=curve["method"])
 ax.set(xlabel="iteration", ylabel="relative error", ylim=(0.2, 0.6))
 ax.legend(fontsize="small")
 plt.show()

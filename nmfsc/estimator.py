@@ -103,8 +103,9 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         ``W`` and ``H`` passed to ``fit`` (scikit-learn's names and shapes).
         ``transform`` always starts its coefficients from the random draw.
     solver : str, default "hoyer"
-        The algorithm of :func:`nmfsc.nmf_sc`, one of its variants in
-        :data:`nmfsc.solvers.registry.SOLVERS`; "hoyer" is the paper's.
+        The algorithm, :func:`nmfsc.nmf_sc`'s ``solver``: "hoyer", the
+        paper's, or "accelerated", the same problem from the same start
+        solved by block coordinate descent.
     progress : bool, default False
         Show a tqdm progress bar.
     missing_values : None or np.nan, default None
@@ -400,7 +401,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         r"""Minus the reconstruction error of X: :math:`-\lVert X - Z C \rVert_F`.
 
         ``Z = transform(X)`` and ``C = components_``; higher is better, so
-        :class:`~sklearn.model_selection.GridSearchCV` and ``cross_val_score``
+        scikit-learn's ``GridSearchCV`` and ``cross_val_score``
         can select parameters with it out of the box. It is the Frobenius
         norm, in the units of X, like ``reconstruction_err_`` (not averaged
         over samples: compare scores of data sets of equal size, as the

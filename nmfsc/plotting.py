@@ -6,7 +6,7 @@ darker (the ``"gray"`` colormap applied to ``-W``); for signed images (ON minus
 OFF) zero is mid grey, positive black, negative white, with symmetric limits.
 
 Nothing touches pyplot's global state: functions draw on the axes they are given
-or on a new :class:`~matplotlib.figure.Figure` (saved with :func:`save_figure`).
+or on a new matplotlib ``Figure`` (saved with :func:`save_figure`).
 """
 
 import io
@@ -217,7 +217,7 @@ def plot_basis(
     image_shape : (int, int)
         ``(height, width)`` of one image (C order).
     ax : matplotlib.axes.Axes, optional
-        Where to draw; by default a new :class:`~matplotlib.figure.Figure` is
+        Where to draw; by default a new matplotlib ``Figure`` is
         made (reach it as ``ax.figure``).
     n_cols, normalize, border, signed
         As in :func:`tile_images` (default: unit-L2 columns, as the CBCL figures).

@@ -99,6 +99,29 @@ def test_site_serves_mathjax_itself():
     assert any(p.name == path and p.is_file() for p in served)
 
 
+
+def test_gallery_animation_links_no_cdn_stylesheet():
+    # matplotlib's JavaScript animation (the projection example) links Font
+    # Awesome from a CDN; conf.py drops that link from the gallery's pages and
+    # gives the player's buttons Unicode symbols instead of its icons.
+    pytest.importorskip("mathjax", reason="django-static-mathjax (the docs extra) not installed")
+    import runpy
+
+    from matplotlib.animation import FuncAnimation
+    from matplotlib.figure import Figure
+
+    with _blas_limits_restored():
+        conf = runpy.run_path(str(ROOT / "docs/conf.py"))
+    fig = Figure(figsize=(1, 1))
+    page = FuncAnimation(fig, lambda frame: [], frames=2).to_jshtml()
+    assert "https://" in page  # what the gallery's page would link
+    source = [f"before\n.. raw:: html\n\n{page}\nafter"]
+    conf["_drop_cdn_stylesheet"](None, "auto_examples/plot_projection_steps", source)
+    assert "https://" not in source[0]
+    assert "anim-slider" in source[0] and source[0].endswith("after")
+    # The buttons keep a visible label: no Font Awesome 4 icon is left unmapped.
+    assert '<i class="fa ' not in source[0]
+
 def _blas_limits_restored():
     try:
         from threadpoolctl import threadpool_limits

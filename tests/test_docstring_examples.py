@@ -40,11 +40,14 @@ DOCTESTS = list(_doctests())
 
 def test_the_reference_has_examples():
     names = {param.values[0].name for param in DOCTESTS}
-    # (compare's example is the gallery's plot_compare_methods, listed on its page:
-    # its docstring has no room under tests/test_architecture.py's 80 lines.)
-    for required in ("nmfsc.project_batch", "nmfsc.l1_for_sparseness",
-                     "nmfsc.datasets.load_orl", "nmfsc.datasets.bars"):  # fmt: skip
-        assert any(name.startswith(required) for name in names), required
+    required = (
+        "nmfsc.project_batch", "nmfsc.l1_for_sparseness", "nmfsc.compare",
+        "nmfsc.nmf_sc", "nmfsc.nmf_euclidean", "nmfsc.nmf_divergence", "nmfsc.local_nmf",
+        "nmfsc.sparse_nmf", "nmfsc.datasets.bars", "nmfsc.datasets.swimmer",
+        *(f"nmfsc.datasets.{name}" for name in sorted(REAL_DATA)),
+    )  # fmt: skip
+    missing = [name for name in required if name not in names]
+    assert missing == [], f"no Examples section: {missing}"
 
 
 @pytest.mark.parametrize("test", DOCTESTS)

@@ -12,9 +12,11 @@ COURSE = (
     "plot_orl_sparseness_sweep.py",
     "plot_natural_on_off.py",
     "plot_your_own_data.py",
+    "plot_command_line.py",
     "plot_compare_methods.py",
     "plot_l1_versus_constraint.py",
     "plot_missing_values.py",
+    "plot_orl_missing_pixels.py",
     "plot_scale.py",
 )
 

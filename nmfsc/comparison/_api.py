@@ -56,7 +56,7 @@ def compare(
     n_components : int
         M, the number of basis vectors.
     methods : sequence of str, optional
-        Names from :data:`nmfsc.comparison.METHODS` (None: all available): ``nmf_sc``,
+        Names of methods (None: every one that can run here): ``nmf_sc``,
         ``nmf_sc_accelerated``, ``nmf_euclidean``, ``nmf_divergence``, ``local_nmf``,
         ``sparse_nmf``; with scikit-learn also ``sklearn_mu``, ``sklearn_cd``
         and ``sklearn_cd_l1``, CD with an L1 penalty on the factor nmf_sc
@@ -88,7 +88,7 @@ def compare(
         relative error on the hidden entries (``holdout_error``). ``nmf_sc``
         and ``nmf_euclidean`` fit the training entries only (their ``mask``);
         the other methods are fitted to V with the hidden entries filled by
-        their row's training mean (``holdout_fit``; :mod:`nmfsc.comparison._holdout`).
+        their row's training mean (``holdout_fit``).
         Dense V only.
     holdout_seed : int, default 0
     missing_values : None or np.nan, default None
@@ -105,6 +105,20 @@ def compare(
         Unknown method names, no sparseness level, bad V or shapes.
     ImportError
         A scikit-learn method without scikit-learn (docs/compare.md: an example).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nmfsc import compare
+    >>> rng = np.random.default_rng(0)
+    >>> V = rng.random((30, 4)) @ rng.random((4, 24))
+    >>> result = compare(V, 4, sparseness_w=0.5, methods=["nmf_sc", "nmf_euclidean"],
+    ...                  seeds=(0,), progress=False)
+    >>> [(row["method"], round(row["sparseness_W"], 3)) for row in result.rows]
+    [('nmf_sc', 0.5), ('nmf_euclidean', 0.14)]
+    >>> W, H = result.factors("nmf_sc", seed=0)
+    >>> W.shape, H.shape
+    ((30, 4), (4, 24))
     """
     return _compare(
         V,

@@ -41,8 +41,8 @@ class Comparison:
         One per run: ``method``, ``seed``, ``iteration``, ``time_s`` and
         ``relative_error`` (lists of equal length, starting at the shared start).
     matched : list of dict
-        The matched-sparseness search of every seed (see
-        :func:`nmfsc.comparison._matched.matched_l1`): ``alpha``, ``target``,
+        The matched-sparseness search of every seed (the L1 weight of
+        ``sklearn_cd_l1``, see :doc:`/compare`): ``alpha``, ``target``,
         ``achieved``, ``matched``, ``fits``, ``path``, ``note``.
     settings : dict
         The arguments of the call (``name``, ``shape``, ``n_components``,
@@ -101,7 +101,7 @@ class Comparison:
         return text
 
     def to_frame(self) -> Any:
-        """The per-run table as a :class:`pandas.DataFrame` (needs pandas)."""
+        """The per-run table as a pandas ``DataFrame`` (needs pandas)."""
         try:
             import pandas as pd
         except ImportError:

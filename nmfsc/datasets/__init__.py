@@ -23,7 +23,7 @@ filter) and :func:`on_off_patches` (random patches as ON/OFF channels, the
 preprocessing of :func:`load_natural`).
 
 What each real data set is (files, reader, preprocessing, shapes, credit) is written
-once, in the table :data:`nmfsc.datasets.catalog.DATASETS`.
+once, on the data sets page of the documentation (:doc:`/datasets`).
 """
 
 from ._fetchers import ENV_VAR, DataError, DataWarning, data_dir

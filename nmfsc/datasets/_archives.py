@@ -195,7 +195,8 @@ def unpacked_mismatches(archive: Archive, gate: Gate | None = None) -> list[str]
     ----------
     archive : Archive
     gate : Gate or None
-        The gate to use; :func:`~nmfsc.datasets._fetchers.default_gate` when None.
+        The gate to use; nmfsc's data folder (``$NMFSC_DATA_DIR`` when set, else the OS
+        cache folder) when None.
 
     Returns
     -------

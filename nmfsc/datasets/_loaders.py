@@ -43,6 +43,13 @@ def cbcl_images(*, gate: Gate | None = None) -> np.ndarray:
     -------
     images : ndarray of uint8, shape (2429, 19, 19)
         Grey levels 0..255, upright; image j is ``train/face/face{j+1:05d}.pgm``.
+
+    Examples
+    --------
+    >>> from nmfsc.datasets import cbcl_images
+    >>> images = cbcl_images()  # downloaded on first use, or read from NMFSC_DATA_DIR
+    >>> images.shape, images.dtype
+    ((2429, 19, 19), dtype('uint8'))
     """
     return _CBCL.images(gate)
 
@@ -63,6 +70,14 @@ def load_cbcl(*, gate: Gate | None = None) -> np.ndarray:
     -------
     V : ndarray of float64, shape (361, 2429)
         Values in [1e-4, 1]; ``V[:, j].reshape(CBCL_SHAPE)`` is face j upright.
+
+    Examples
+    --------
+    >>> from nmfsc.datasets import CBCL_SHAPE, load_cbcl
+    >>> V = load_cbcl()  # downloaded on first use, or read from NMFSC_DATA_DIR
+    >>> V.shape, CBCL_SHAPE
+    ((361, 2429), (19, 19))
+    >>> face = V[:, 0].reshape(CBCL_SHAPE)  # the first face
     """
     return _CBCL.load(gate)
 
@@ -74,7 +89,7 @@ def orl_images(halved: bool = False, *, gate: Gate | None = None) -> np.ndarray:
     ----------
     halved : bool, default False
         If True, halve each image as MATLAB's ``imresize(I, 0.5, 'bilinear')`` does
-        (see :func:`nmfsc.datasets._preprocess.resize_matrix`).
+        (bilinear interpolation with MATLAB's antialiasing).
     gate : Gate or None
         Where to fetch them from; nmfsc's data folder when None.
 
@@ -82,6 +97,14 @@ def orl_images(halved: bool = False, *, gate: Gate | None = None) -> np.ndarray:
     -------
     images : ndarray, shape (400, 112, 92) of uint8, or (400, 56, 46) of float64
         Upright grey levels 0..255; image ``10 * (s - 1) + (i - 1)`` is ``s{s}/{i}.pgm``.
+
+    Examples
+    --------
+    >>> from nmfsc.datasets import orl_images
+    >>> orl_images().shape  # downloaded on first use, or read from NMFSC_DATA_DIR
+    (400, 112, 92)
+    >>> orl_images(halved=True).shape
+    (400, 56, 46)
     """
     halved = check_flag(halved, "halved")
     images = _ORL.images(gate)
@@ -132,7 +155,7 @@ def natural_images(path: str | Path | None = None, *, gate: Gate | None = None) 
     ----------
     path : str, path-like or None
         A sparsenet ``IMAGES.mat`` to read instead (variable ``IMAGES``, 512 x 512 x 10
-        or 262144 x 10; see :func:`nmfsc.datasets._readers.read_images_mat`). When
+        or 262144 x 10, a MATLAB file of version 4 to 7, not 7.3). When
         None, the sparsenet trainset files of the registry are used.
     gate : Gate or None
         Where to fetch the trainset from; nmfsc's data folder when None.
@@ -142,6 +165,12 @@ def natural_images(path: str | Path | None = None, *, gate: Gate | None = None) 
     images : ndarray of float64, shape (10, 512, 512)
         Upright, whitened, zero-mean images (values within about [-2, 3] for the
         trainset).
+
+    Examples
+    --------
+    >>> from nmfsc.datasets import natural_images
+    >>> natural_images().shape  # downloaded on first use, or read from NMFSC_DATA_DIR
+    (10, 512, 512)
     """
     if path is not None:
         if not isinstance(path, (str, os.PathLike)):
@@ -163,7 +192,7 @@ def load_natural(
     """Natural image patches as ON/OFF channels, as ``natdata.m`` makes them.
 
     Patches are cut at uniformly random positions of the whitened images (see
-    :func:`nmfsc.datasets._preprocess.sample_patches`: ``n_patches // 10`` from each of
+    :func:`~nmfsc.datasets.on_off_patches`: ``n_patches // 10`` from each of
     the first nine images, the rest from the last; 1000 from each for 10000 patches;
     at least 4 pixels from the border), flattened row-major, split into
     ON = max(x, 0) and OFF = max(-x, 0), stacked, floored at 1e-4, and each row divided
@@ -190,6 +219,13 @@ def load_natural(
         (288, 10000) by default. Rows ``0 .. patch_size**2 - 1`` are the ON channel,
         the rest the OFF channel; ``V[:p*p, j].reshape(p, p)`` is patch j's ON
         channel upright. Every row has unit root mean square.
+
+    Examples
+    --------
+    >>> from nmfsc.datasets import load_natural
+    >>> V = load_natural(n_patches=100, random_state=0)  # the paper uses 10000
+    >>> V.shape  # 12 x 12 patches: 144 ON and 144 OFF channels per column
+    (288, 100)
     """
     n_patches = check_positive_int(n_patches, "n_patches")
     patch_size = check_positive_int(patch_size, "patch_size")

@@ -319,10 +319,10 @@ def on_off_patches(
     The preprocessing of :func:`nmfsc.datasets.load_natural`, on any stack of
     whitened images (for example :func:`whiten_images` of one's own
     photographs): square patches are cut at uniformly random positions
-    (:func:`sample_patches`: ``n_patches // n_images`` from each image, the
+    (``n_patches // n_images`` from each image, the
     rest from the last one, at least 4 pixels from the top and left edges and
     5 from the bottom and right), flattened row-major and split into
-    ON = max(x, 0) and OFF = max(-x, 0) channels (:func:`on_off`: stacked,
+    ON = max(x, 0) and OFF = max(-x, 0) channels (stacked,
     floored at 1e-4, each row divided by its root mean square). On the
     sparsenet images it gives ``load_natural``'s matrix to the last bit.
 

@@ -199,7 +199,8 @@ def download_all(gate: Gate | None = None, progressbar: bool = False) -> Path:
     Parameters
     ----------
     gate : Gate or None
-        The gate to use; :func:`~nmfsc.datasets._fetchers.default_gate` when None.
+        The gate to use; nmfsc's data folder (``$NMFSC_DATA_DIR`` when set, else the OS
+        cache folder) when None.
     progressbar : bool, default False
         Show download progress bars.
 

@@ -62,6 +62,14 @@ def swimmer() -> tuple[np.ndarray, np.ndarray]:
         ``1 + 4 * l + p``. The torso is in every image, so no factorization can tell
         it apart from a constant offset of the limbs; score limb recovery with
         ``parts[:, 1:]``.
+
+    Examples
+    --------
+    >>> from nmfsc.datasets import SWIMMER_SHAPE, swimmer
+    >>> V, parts = swimmer()
+    >>> V.shape, parts.shape, SWIMMER_SHAPE
+    ((1024, 256), (1024, 17), (32, 32))
+    >>> pose = V[:, 0].reshape(SWIMMER_SHAPE)  # the first of the 256 stick figures
     """
     limbs = [
         [

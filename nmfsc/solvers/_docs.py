@@ -35,7 +35,7 @@ MASK = """
         for scipy.sparse V: the stored entries (explicit zeros included) are
         the observed ones, and neither V nor the mask is made dense. The
         updates are those of the unmasked solver with the masked gradient and
-        weighted multiplicative updates (:mod:`nmfsc.solvers.masked`). Not on
+        weighted multiplicative updates (:doc:`/solvers`, "Missing values"). Not on
         Dask arrays."""
 
 OPTIONS = """\

@@ -36,8 +36,8 @@ class DegenerateFitWarning(UserWarning):
     stop "converged" far above the optimum. The message names how many; for
     ``nmf_sc(solver="hoyer")`` it suggests ``solver="accelerated"`` (block
     coordinate descent, which can revive a zero row or column). The counts are
-    also in :attr:`NMFResult.dead_samples` and
-    :attr:`NMFResult.unused_components`.
+    also in ``NMFResult.dead_samples`` and
+    ``NMFResult.unused_components``.
     """
 
 

@@ -9,7 +9,7 @@ imports no solver and no backend; both are handed to it:
   (:func:`variant`) and runs its steps with :func:`run_steps`;
 - the backends, each registered by its own package (:func:`register_backend`).
   A backend runs a solver on data kept elsewhere than in one NumPy or SciPy
-  array (the Dask backend, :mod:`nmfsc.dask_backend`: V chunked on a Dask
+  array (the Dask backend, ``nmfsc.dask_backend``: V chunked on a Dask
   scheduler).
 
 A backend
@@ -17,16 +17,16 @@ A backend
 A :class:`Backend` is a name, a test ``accepts(V)`` (is V this backend's
 kind of data? It must not import the backend's dependencies) and a function
 ``run(steps, V, n_components, params, settings)``, which runs the in-memory
-steps class ``steps`` (a :class:`~nmfsc.solvers.framework.Steps` subclass,
-such as :class:`~nmfsc.solvers.hoyer.HoyerSteps`) on V in its own way and
-returns an :class:`~nmfsc.solvers.framework.NMFResult`. ``params`` are the
+steps class ``steps`` (a ``Steps`` subclass,
+such as ``HoyerSteps``) on V in its own way and
+returns an :class:`~nmfsc.NMFResult`. ``params`` are the
 solver's own keywords, already validated (the steps class's constructor
 takes them by name); ``settings`` is the call's
-:class:`~nmfsc.solvers.framework.LoopSettings`. A backend usually subclasses
-:class:`~nmfsc.solvers.framework.Run` (the loop; its hooks say what it
-overrides) and the steps class (for nmf_sc, :class:`~nmfsc.solvers.hoyer.HoyerSteps`'s
+``LoopSettings``. A backend usually subclasses
+``Run`` (the loop; its hooks say what it
+overrides) and the steps class (for nmf_sc, ``HoyerSteps``'s
 four half-steps). A solver runs on a backend when its table entry names the
-backend (:attr:`SolverSpec.backends`).
+backend (``SolverSpec.backends``).
 
 Data that a registered backend accepts, given to a solver whose entry does not
 name that backend, is read as any array-like (NumPy gathers it into memory),
@@ -73,7 +73,7 @@ class SolverSpec:
     function : callable
         The public function.
     steps : type
-        Its :class:`~nmfsc.solvers.framework.Steps` subclass: the per-iteration rules.
+        Its ``Steps`` subclass: the per-iteration rules.
     keywords : tuple of str
         Its own keywords (besides the loop's), which its steps class takes by name.
     variant : str or None
@@ -83,7 +83,7 @@ class SolverSpec:
         The backends it runs on (:data:`IN_MEMORY` first).
     masked_steps : type or None
         The steps class that fits only the observed entries of V, for a call
-        with ``mask=`` (:mod:`nmfsc.solvers.masked`); None where the solver
+        with ``mask=`` (``nmfsc.solvers.masked``); None where the solver
         does not take a mask.
     squared_error : bool
         Whether its objective is :math:`\\tfrac12\\lVert V - WH\\rVert_F^2`, so that
@@ -132,7 +132,7 @@ _BACKENDS: dict[str, Backend] = {}
 
 
 def install(specs) -> None:
-    """Make ``specs`` the solvers' table (called by :mod:`nmfsc.solvers.registry`)."""
+    """Make ``specs`` the solvers' table (called by ``nmfsc.solvers.registry``)."""
     _SPECS[:] = list(specs)
 
 
@@ -165,8 +165,8 @@ def variant(name: str, solver: str) -> SolverSpec:
 def run_steps(steps: type, V, n_components, *, params: dict, settings, mask=None):
     """Run the steps class ``steps`` with its keywords ``params`` on V: on the
     backend that accepts V when the solver's entry names it, else in memory
-    (:class:`~nmfsc.solvers.framework.Run`). With a ``mask``, the entry's
-    :attr:`SolverSpec.masked_steps` run in memory on the observed entries."""
+    (``Run``). With a ``mask``, the entry's
+    ``SolverSpec.masked_steps`` run in memory on the observed entries."""
     backend = backend_for(V)
     spec = next((s for s in _SPECS if s.steps is steps), None)
     if mask is not None:

@@ -1,27 +1,27 @@
 """The parts the solvers are built from, for the code that builds on them.
 
-A backend (:mod:`nmfsc.solvers.dispatch`), :func:`nmfsc.compare` and
+A backend (``nmfsc.solvers.dispatch``), :func:`nmfsc.compare` and
 :class:`nmfsc.SparseNMF` reuse the solvers' loop, data and start rather than
 copying them. This module is where they take them from; each part is
 defined and documented in the solvers' own modules:
 
-- the loop: :class:`Steps` (one iteration's rules, the interface a solver
-  implements), :func:`solve` and :class:`Run` (the outer loop; a backend
-  subclasses :class:`Run` and overrides its hooks ``open_data``,
+- the loop: ``Steps`` (one iteration's rules, the interface a solver
+  implements), ``solve`` and ``Run`` (the outer loop; a backend
+  subclasses ``Run`` and overrides its hooks ``open_data``,
   ``check_settings``, ``fingerprint``, ``load``, ``write_checkpoint``,
-  ``callback_factors`` and ``final_factors``), :func:`progress_bar` (with
-  :class:`PlainProgress`, its plain lines where :func:`is_terminal` says the
-  output is not a terminal), :func:`tol_reached` (the stopping rule on the
+  ``callback_factors`` and ``final_factors``), ``progress_bar`` (with
+  ``PlainProgress``, its plain lines where ``is_terminal`` says the
+  output is not a terminal), ``tol_reached`` (the stopping rule on the
   objective);
-- the loop keywords: :class:`LoopSettings`;
-- the data: :class:`ScaledData` (V / max(V) and its products, dense or
-  sparse), :func:`frobenius_norm`, :func:`inner`, :func:`is_sparse`,
-  :func:`divides_first` (whether V is divided by its scale before a product) and
-  :data:`EXACT_BELOW` (where the expanded objective is recomputed exactly);
-- the squared error: :class:`SquaredErrorSteps`, the Gram caches
-  :class:`ColumnGram` and :class:`RowGram`, :func:`multiplicative_w_update`;
-- the start: :func:`random_start` (SPEC's random start);
-- the result: :class:`NMFResult`, :func:`degenerate_counts` (dead samples and
+- the loop keywords: ``LoopSettings``;
+- the data: ``ScaledData`` (V / max(V) and its products, dense or
+  sparse), ``frobenius_norm``, ``inner``, ``is_sparse``,
+  ``divides_first`` (whether V is divided by its scale before a product) and
+  ``EXACT_BELOW`` (where the expanded objective is recomputed exactly);
+- the squared error: ``SquaredErrorSteps``, the Gram caches
+  ``ColumnGram`` and ``RowGram``, ``multiplicative_w_update``;
+- the start: ``random_start`` (SPEC's random start);
+- the result: ``NMFResult``, ``degenerate_counts`` (dead samples and
   unused components of a fit).
 """
 

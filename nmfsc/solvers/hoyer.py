@@ -396,7 +396,7 @@ def nmf_sc(
     of H rescaled to unit norm, W's columns taking the norms) or
     :math:`W \leftarrow W \odot (V H^T) \oslash (W H H^T + 10^{-9})`.
     The objective never increases (up to rounding). See
-    :mod:`nmfsc.solvers.hoyer` for the details and the fast evaluation of E.
+    :doc:`/solvers` for the details and the fast evaluation of E.
 
     Parameters
     ----------
@@ -409,7 +409,7 @@ def nmf_sc(
         :data:`nmfsc.solvers.registry.SOLVERS`: "hoyer" is the paper's
         (described above), the one the figures are made with; "accelerated"
         solves the same problem from the same start, faster
-        (:mod:`nmfsc.solvers.accelerated`).
+        (:doc:`/solvers`, "nmf_sc(solver='accelerated')").
     %(options)s
 
     Returns

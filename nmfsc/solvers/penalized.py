@@ -138,6 +138,17 @@ def local_nmf(
     localized, parts-based representation", CVPR 2001.
     P. O. Hoyer, "Non-negative matrix factorization with sparseness
     constraints", JMLR 5:1457-1469, 2004 (nmfpack's lnmf).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> V = np.abs(np.random.default_rng(0).standard_normal((20, 30)))
+    >>> from nmfsc import local_nmf
+    >>> res = local_nmf(V, 3, random_state=0, tol=1e-4)
+    >>> res.W.shape, res.H.shape, res.stop_reason
+    ((20, 3), (3, 30), 'tol')
+    >>> bool(np.allclose(res.W.sum(axis=0), V.max()))  # W's columns sum to 1, times max(V)
+    True
     """
     settings = LoopSettings.from_keywords("local_nmf", loop)
     alpha = check_nonneg_real(alpha, "alpha")
@@ -185,6 +196,16 @@ def sparse_nmf(
     coding", ICASSP 2003.
     P. O. Hoyer, "Non-negative matrix factorization with sparseness
     constraints", JMLR 5:1457-1469, 2004.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> V = np.abs(np.random.default_rng(0).standard_normal((20, 30)))
+    >>> from nmfsc import sparse_nmf
+    >>> loose = sparse_nmf(V, 3, alpha=0.0, random_state=0, tol=1e-4)
+    >>> tight = sparse_nmf(V, 3, alpha=10.0, random_state=0, tol=1e-4)
+    >>> bool(tight.sparseness_H.mean() > loose.sparseness_H.mean())  # a larger alpha, a sparser H
+    True
     """
     settings = LoopSettings.from_keywords("sparse_nmf", loop)
     alpha = check_nonneg_real(alpha, "alpha")

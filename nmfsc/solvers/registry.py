@@ -11,7 +11,7 @@ the ``nmfsc`` command line, :class:`nmfsc.SparseNMF` and ``reproduce``
 code version).
 
 Adding a ``solver=`` variant of nmf_sc takes its module (a
-:class:`~nmfsc.solvers.hoyer.HoyerSteps` subclass) and one row here, with
+``HoyerSteps`` subclass) and one row here, with
 ``function=nmf_sc`` and its ``variant``; adding a solver function, its
 module, one row here and its export from ``nmfsc.solvers`` and ``nmfsc``.
 """
@@ -35,7 +35,7 @@ __all__ = [
     "variants",
 ]
 
-#: The Dask backend's name (:mod:`nmfsc.dask_backend`, which registers itself).
+#: The Dask backend's name (``nmfsc.dask_backend``, which registers itself).
 DASK = "dask"
 #: The GPU backend's name (:mod:`nmfsc.gpu_backend`: V a CuPy array).
 GPU = "gpu"

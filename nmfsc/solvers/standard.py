@@ -166,6 +166,25 @@ def nmf_euclidean(
     factorization", NIPS 13, 2001.
     P. O. Hoyer, "Non-negative matrix factorization with sparseness
     constraints", JMLR 5:1457-1469, 2004 (nmfpack's nmfmse).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> V = np.abs(np.random.default_rng(0).standard_normal((20, 30)))
+    >>> from nmfsc import nmf_euclidean
+    >>> res = nmf_euclidean(V, 3, random_state=0, tol=1e-4)
+    >>> res.W.shape, res.H.shape, res.stop_reason
+    ((20, 3), (3, 30), 'tol')
+    >>> bool(np.all(np.diff(res.objective) <= 1e-12 * res.objective[0]))  # never increases
+    True
+
+    With entries missing, ``mask`` fits the observed ones only (a hidden entry
+    may hold anything, NaN included):
+
+    >>> seen = np.random.default_rng(1).random(V.shape) > 0.2
+    >>> res = nmf_euclidean(np.where(seen, V, np.nan), 3, mask=seen, random_state=0, tol=1e-4)
+    >>> bool(np.isfinite(res.W @ res.H).all())  # W H predicts the hidden entries too
+    True
     """
     settings = LoopSettings.from_keywords("nmf_euclidean", loop)
     return run_steps(EuclideanSteps, V, n_components, params={}, settings=settings, mask=mask)
@@ -206,6 +225,17 @@ def nmf_divergence(V: ArrayLike, n_components: int, **loop: Unpack[LoopOptions])
     factorization", NIPS 13, 2001.
     P. O. Hoyer, "Non-negative matrix factorization with sparseness
     constraints", JMLR 5:1457-1469, 2004 (nmfpack's nmfdiv).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> V = np.abs(np.random.default_rng(0).standard_normal((20, 30)))
+    >>> from nmfsc import nmf_divergence
+    >>> res = nmf_divergence(V, 3, random_state=0, tol=1e-4)
+    >>> res.W.shape, res.H.shape, res.stop_reason
+    ((20, 3), (3, 30), 'tol')
+    >>> bool(res.objective[-1] < res.objective[0])  # D(V || W H) fell from the start
+    True
     """
     settings = LoopSettings.from_keywords("nmf_divergence", loop)
     return run_steps(DivergenceSteps, V, n_components, params={}, settings=settings)
