@@ -9,7 +9,8 @@ PNG files, the kind of input you might have, and the two commands run on it,
 exactly as typed in a shell (``python -m nmfsc`` is the same program as
 ``nmfsc``). Everything below is the commands' own output in this build of the
 site: the Markdown report that ``compare`` prints (its tables turned on their
-side to fit the page), its ``bases.png``, and the summary line of ``fit``. The times depend on the machine.
+side to fit the page), its ``bases.png``, and the summary line of ``fit``. The
+times depend on the machine.
 """
 
 import csv

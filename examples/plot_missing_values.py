@@ -94,7 +94,8 @@ with warnings.catch_warnings():
 new_filled = model.inverse_transform(codes)
 new_hidden = hidden.T[1500:]
 new_error = hidden_error(new_filled, V.T[1500:], new_hidden)
-new_mean_fill = hidden_error(np.broadcast_to(pixel_means.T, new_filled.shape), V.T[1500:], new_hidden)
+new_means = np.broadcast_to(pixel_means.T, new_filled.shape)
+new_mean_fill = hidden_error(new_means, V.T[1500:], new_hidden)
 print("new images, relative error on their hidden pixels:")
 print(f"mean fill {new_mean_fill:.3f}, SparseNMF.transform {new_error:.3f}")
 assert new_error < 0.8 * new_mean_fill, (new_error, new_mean_fill)

@@ -74,8 +74,9 @@ def read_delimited(path, delimiter, empty_as_nan=False):
         try:
             V[i] = [_number(cell) if cell.strip() or not empty_as_nan else np.nan for cell in row]
         except ValueError:
-            _raise_bad_cell(path, row, lines[i], first_row=i == 0 and not header,
-                            delimiter=delimiter)  # fmt: skip
+            _raise_bad_cell(
+                path, row, lines[i], first_row=i == 0 and not header, delimiter=delimiter
+            )
     line_of = np.asarray(lines)
     return V, lambda i, j: f"row {line_of[i]}, column {j + 1}"
 
