@@ -120,49 +120,6 @@ def compare(
     >>> W.shape, H.shape
     ((30, 4), (4, 24))
     """
-    return _compare(
-        V,
-        n_components,
-        methods,
-        sparseness_w,
-        sparseness_h,
-        seeds,
-        max_iter,
-        tol,
-        max_time,
-        image_shape,
-        on_off,
-        parts,
-        sparse_nmf_alpha,
-        progress,
-        name,
-        holdout,
-        holdout_seed,
-        missing_values,
-    )
-
-
-def _compare(
-    V,
-    n_components,
-    methods,
-    sparseness_w,
-    sparseness_h,
-    seeds,
-    max_iter,
-    tol,
-    max_time,
-    image_shape,
-    on_off,
-    parts,
-    sparse_nmf_alpha,
-    progress,
-    name,
-    holdout,
-    holdout_seed,
-    missing_values,
-):
-    """The body of :func:`compare` (its arguments, in order)."""
     split = _split(V, holdout, holdout_seed, missing_values)
     V = V if split is None else split.filled
     V, M, methods, sw, sh, seeds, image_shape, parts, scale = check_settings(
