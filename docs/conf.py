@@ -64,7 +64,7 @@ extensions = [
     "myst_parser",
     "sphinx_gallery.gen_gallery",
     "paper_figures",
-    "explorer",
+    "explorer_directive",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}

@@ -27,12 +27,6 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docutils import nodes
-from sphinx.util import logging
-from sphinx.util.docutils import SphinxDirective
-
-logger = logging.getLogger(__name__)
-
 #: Settings of each panel: the data, the number of components, the swept setting.
 PANELS = {
     "orl": {
@@ -337,24 +331,3 @@ def check_claim(panel):
             problems
         )
     return None
-
-
-class ExplorerDirective(SphinxDirective):
-    """``{explorer}``: the panels, run (or read from the cache) and laid out."""
-
-    has_content = False
-
-    def run(self):
-        cache_dir = Path(self.env.app.doctreedir) / "explorer"
-        panels = [build_panel(panel_id, cache_dir) for panel_id in PANELS]
-        for panel in panels:
-            problem = check_claim(panel)
-            if problem:
-                # With -W (CI) this fails the build: the page's prose would be false.
-                logger.warning(f"explorer: {problem}", location=self.get_location())
-        return [nodes.raw("", explorer_html(panels), format="html")]
-
-
-def setup(app):
-    app.add_directive("explorer", ExplorerDirective)
-    return {"parallel_read_safe": True, "parallel_write_safe": True}
