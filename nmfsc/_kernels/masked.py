@@ -1,4 +1,6 @@
-"""Numba kernels of the masked objective on a sparse pattern (``mask="stored"``).
+"""Numba kernels of the masked objective: the residual of a dense V under a
+boolean mask (:func:`masked_residual`), and the products on a sparse pattern
+(``mask="stored"``).
 
 Only the stored entries of a CSR (or CSC) matrix V are observed, so W H is
 needed only there: :func:`stored_product` forms those entries, O(nnz M),
@@ -12,7 +14,47 @@ release the GIL, so that groups of rows run on several threads.
 import numpy as np
 from numba import njit
 
-__all__ = ["stored_product", "stored_update_terms"]
+__all__ = [
+    "masked_residual",
+    "stored_product",
+    "stored_residual",
+    "stored_sums",
+    "stored_update_terms",
+]
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
+def masked_residual(Y, V, mask, first, stop):
+    """In place on rows ``first <= i < stop`` of Y (= W H on entry):
+    ``Y[i, t] = Y[i, t] * mask[i, t] - V[i, t]``, the residual
+    Omega * (W H) - V (V is zero where unobserved); returns the half sum of
+    its squares over those rows, each row summed in float64.
+
+    One pass over the rows replaces numpy's mask product, subtraction and
+    inner product (three passes and two N x T temporaries). The product by
+    the mask (not a branch) keeps numpy's ``Y * mask`` (an infinite entry of
+    W H gives NaN even where unobserved) and lets the loop vectorise; the
+    row's sum may be reassociated (``fastmath={"reassoc"}``, SIMD partial
+    sums), the only rounding that differs from numpy's ``vdot``."""
+    total = 0.0
+    for i in range(first, stop):
+        y, v, m = Y[i], V[i], mask[i]
+        row = 0.0
+        for t in range(y.shape[0]):
+            r = y[t] * m[t] - v[t]
+            y[t] = r
+            row += np.float64(r) * np.float64(r)
+        total += row
+    return 0.5 * total
+
+
+@njit(inline="always")
+def _stored_dot(A, B, o, b):
+    """``sum_j A[o, j] B[b, j]`` in float64: (W H) at a stored entry."""
+    y = 0.0
+    for j in range(A.shape[1]):
+        y += np.float64(A[o, j]) * np.float64(B[b, j])
+    return y
 
 
 @njit(cache=True, nogil=True)
@@ -24,14 +66,23 @@ def stored_product(indptr, indices, A, B, first, stop, out):
     For CSR, A = W (N x M) and B = H^T (T x M); for CSC, A = H^T and B = W:
     ``out[k]`` is then (W H) at the k-th stored entry.
     """
-    M = A.shape[1]
     for o in range(first, stop):
         for k in range(indptr[o], indptr[o + 1]):
-            b = indices[k]
-            y = 0.0
-            for j in range(M):
-                y += np.float64(A[o, j]) * np.float64(B[b, j])
-            out[k] = y
+            out[k] = _stored_dot(A, B, o, indices[k])
+
+
+@njit(cache=True, nogil=True)
+def stored_residual(indptr, indices, values, A, B, first, stop, out):
+    """``out[k] = y - values[k]`` with y (W H) at the stored entry k (as
+    :func:`stored_product`), for the outer rows ``first <= o < stop``; returns
+    the half sum of the squares of those ``out[k]``, in float64."""
+    total = 0.0
+    for o in range(first, stop):
+        for k in range(indptr[o], indptr[o + 1]):
+            r = _stored_dot(A, B, o, indices[k]) - np.float64(values[k])
+            out[k] = r
+            total += r * r
+    return 0.5 * total
 
 
 @njit(cache=True, nogil=True)
@@ -55,10 +106,32 @@ def stored_update_terms(indptr, indices, values, A, B, first, stop, scatter, num
     for o in range(first, stop):
         for k in range(indptr[o], indptr[o + 1]):
             c = indices[k]
-            y = 0.0
-            for j in range(M):
-                y += np.float64(A[o, j]) * np.float64(B[c, j])
+            y = _stored_dot(A, B, o, c)
             v = np.float64(values[k])
+            if scatter:
+                for j in range(M):
+                    a = np.float64(A[o, j])
+                    num[c, j] += v * a
+                    den[c, j] += y * a
+            else:
+                for j in range(M):
+                    b = np.float64(B[c, j])
+                    num[o, j] += v * b
+                    den[o, j] += y * b
+
+
+@njit(cache=True, nogil=True)
+def stored_sums(indptr, indices, values, residuals, A, B, first, stop, scatter, num, den):
+    """:func:`stored_update_terms` with (W H) at each stored entry k taken as
+    ``y = residuals[k] + values[k]`` (R = (W H) - V at the stored entries,
+    known) instead of the dot product: the two sums of a weighted
+    multiplicative update in one pass of two M-long additions per entry."""
+    M = A.shape[1]
+    for o in range(first, stop):
+        for k in range(indptr[o], indptr[o + 1]):
+            c = indices[k]
+            v = np.float64(values[k])
+            y = np.float64(residuals[k]) + v
             if scatter:
                 for j in range(M):
                     a = np.float64(A[o, j])
