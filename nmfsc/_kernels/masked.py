@@ -14,12 +14,15 @@ release the GIL, so that groups of rows run on several threads.
 import numpy as np
 from numba import njit
 
+from nmfsc._kernels.updates import flush_subnormal
+
 __all__ = [
     "masked_residual",
     "stored_product",
     "stored_residual",
     "stored_sums",
     "stored_update_terms",
+    "stored_w_update_residual",
 ]
 
 
@@ -142,3 +145,45 @@ def stored_sums(indptr, indices, values, residuals, A, B, first, stop, scatter, 
                     b = np.float64(B[c, j])
                     num[o, j] += v * b
                     den[o, j] += y * b
+
+
+@njit(cache=True, nogil=True)
+def stored_w_update_residual(indptr, indices, values, W, Ht, first, stop, eps, W_out, residuals):
+    """The weighted multiplicative W update and the residual of its result,
+    row by row of a CSR pattern, for the rows ``first <= o < stop``; returns
+    the half sum of squares of the residuals written.
+
+    For row o, with c the column and v the value of each stored entry k:
+    ``num = sum_k v H^T[c]`` and ``den = sum_k y H^T[c]``, y = W[o] . H^T[c]
+    (both in float64), then
+    ``W_out[o] = W[o] * (num / (den + eps))`` (subnormals flushed, as
+    :func:`nmfsc._kernels.updates.multiplicative_update_into`), then
+    ``residuals[k] = W_out[o] . H^T[c] - v``. Row o's sums are complete
+    after its own entries (CSR gathers the W step), so the new row and its
+    residuals follow while its entries are in cache: one pass gives the
+    update and the objective of the new iterate, which would otherwise take
+    a second pass over the stored entries.
+    """
+    M = W.shape[1]
+    tiny = np.finfo(W_out.dtype).tiny
+    num = np.empty(M)
+    den = np.empty(M)
+    total = 0.0
+    for o in range(first, stop):
+        num[:] = 0.0
+        den[:] = 0.0
+        for k in range(indptr[o], indptr[o + 1]):
+            c = indices[k]
+            y = _stored_dot(W, Ht, o, c)
+            v = np.float64(values[k])
+            for j in range(M):
+                b = np.float64(Ht[c, j])
+                num[j] += v * b
+                den[j] += y * b
+        for j in range(M):
+            W_out[o, j] = flush_subnormal(W[o, j] * (num[j] / (den[j] + eps)), tiny)
+        for k in range(indptr[o], indptr[o + 1]):
+            r = _stored_dot(W_out, Ht, o, indices[k]) - np.float64(values[k])
+            residuals[k] = r
+            total += r * r
+    return 0.5 * total

@@ -45,6 +45,7 @@ from functools import partial
 import numpy as np
 
 from nmfsc._kernels import masked as _km
+from nmfsc._kernels import updates as _ku
 from nmfsc._threads import run_groups, split, threads
 from nmfsc._validation import check_data, reject_masked
 from nmfsc.solvers._data import inner, is_sparse, total
@@ -192,6 +193,11 @@ class MaskedDense:
         den += num
         return num, den
 
+    def w_update_residual(self, W, H, eps):
+        """None: a dense W update and its residual are two steps
+        (:meth:`MaskedStored.w_update_residual` fuses them)."""
+        return None
+
     def half_squared_error(self, W, H):
         return self.residual_energy(W, H)[1]
 
@@ -248,6 +254,35 @@ class MaskedStored(MaskedDense):
             ]
         )
         return self.with_values(values), float(sum(halves))
+
+    def w_update_residual(self, W, H, eps):
+        """``(W', R, E)``: the weighted multiplicative W update
+        :math:`W' = W \\odot (\\tilde V H^T) \\oslash ((\\Omega \\odot W H) H^T + \\epsilon)`
+        and the residual and E of (W', H), for a CSR V in one pass over the
+        stored entries (:func:`nmfsc._kernels.masked.stored_w_update_residual`).
+        A CSC V's W step scatters, so its sums are complete only at the end of
+        a pass: there the update takes one pass
+        (:func:`~nmfsc._kernels.masked.stored_update_terms`) and R another."""
+        V = self.raw
+        dtype = np.result_type(W.dtype, H.dtype)
+        W_new = np.empty(W.shape, dtype=dtype)
+        if self.csc:
+            num, den = self.w_update_terms(W, H, None)
+            _ku.multiplicative_update_into(W, num, den, eps, W_new, np.empty(W.shape[0]))
+            return W_new, *self.residual_energy(W_new, H)
+        values = np.empty(V.nnz, dtype=dtype)
+        kernel = partial(
+            _km.stored_w_update_residual,
+            V.indptr,
+            V.indices,
+            self.values,
+            W,
+            np.ascontiguousarray(H.T),
+        )
+        halves = run_groups(
+            [partial(kernel, a, b, eps, W_new, values) for a, b in self._groups(W.shape[1])]
+        )
+        return W_new, self.with_values(values), float(sum(halves))
 
     def _operands(self, W, H):
         """``(A, B)`` of the kernels: (W, H^T) for CSR, (H^T, W) for CSC."""

@@ -155,7 +155,12 @@ class MaskedHoyerSteps(HoyerSteps):
         return W, H_new
 
     def _w_multiplicative(self, W, H, HHt=None):
-        return multiplicative(W, *self.data.w_terms(H, self.observed(W, H)[0]))[0]
+        fused = self.data.w_update_residual(W, H, EPS)
+        if fused is None:
+            return multiplicative(W, *self.data.w_terms(H, self.observed(W, H)[0]))[0]
+        W_new, R, energy = fused
+        self.observed.keep(W_new, H, R, energy)  # the objective's, at no further pass
+        return W_new
 
     def _h_projected(self, W, H, mu):
         R, before = self.observed(W, H)
