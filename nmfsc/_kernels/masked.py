@@ -9,6 +9,12 @@ stored values of row o at data[indptr[o]:indptr[o + 1]] and their columns in
 indices; CSC is the same with rows and columns exchanged. Kernels validate
 nothing (their callers in :mod:`nmfsc.solvers.masked` check the input) and
 release the GIL, so that groups of rows run on several threads.
+
+Every kernel may reassociate its float64 sums (``fastmath={"reassoc"}``, no
+other fast-math flag): an M-long dot product then runs on SIMD partial sums
+(2.6x faster at M = 20) instead of one dependency chain. The order is fixed
+by the compiled code, so a run repeats itself bit for bit on one machine;
+another CPU's vector width may move the last bits.
 """
 
 import numpy as np
@@ -51,7 +57,7 @@ def masked_residual(Y, V, mask, first, stop):
     return 0.5 * total
 
 
-@njit(inline="always")
+@njit(inline="always", fastmath={"reassoc"})
 def _stored_dot(A, B, o, b):
     """``sum_j A[o, j] B[b, j]`` in float64: (W H) at a stored entry."""
     y = 0.0
@@ -60,7 +66,7 @@ def _stored_dot(A, B, o, b):
     return y
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
 def stored_product(indptr, indices, A, B, first, stop, out):
     """``out[k] = sum_j A[o, j] * B[indices[k], j]`` for the stored entries k
     of the outer rows ``first <= o < stop`` (rows of CSR, columns of CSC),
@@ -74,7 +80,7 @@ def stored_product(indptr, indices, A, B, first, stop, out):
             out[k] = _stored_dot(A, B, o, indices[k])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
 def stored_residual(indptr, indices, values, A, B, first, stop, out):
     """``out[k] = y - values[k]`` with y (W H) at the stored entry k (as
     :func:`stored_product`), for the outer rows ``first <= o < stop``; returns
@@ -88,7 +94,7 @@ def stored_residual(indptr, indices, values, A, B, first, stop, out):
     return 0.5 * total
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
 def stored_update_terms(indptr, indices, values, A, B, first, stop, scatter, num, den):
     """The two sums of a weighted multiplicative update in one pass over the
     stored entries k of the outer rows ``first <= o < stop``: with
@@ -123,7 +129,7 @@ def stored_update_terms(indptr, indices, values, A, B, first, stop, scatter, num
                     den[o, j] += y * b
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
 def stored_sums(indptr, indices, values, residuals, A, B, first, stop, scatter, num, den):
     """:func:`stored_update_terms` with (W H) at each stored entry k taken as
     ``y = residuals[k] + values[k]`` (R = (W H) - V at the stored entries,
@@ -147,7 +153,7 @@ def stored_sums(indptr, indices, values, residuals, A, B, first, stop, scatter, 
                     den[o, j] += y * b
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
 def stored_w_update_residual(indptr, indices, values, W, Ht, first, stop, eps, W_out, residuals):
     """The weighted multiplicative W update and the residual of its result,
     row by row of a CSR pattern, for the rows ``first <= o < stop``; returns
