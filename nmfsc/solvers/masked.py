@@ -37,13 +37,20 @@ is generalised exactly:
 Euclidean NMF (:class:`MaskedEuclideanSteps`) takes the two weighted
 multiplicative updates, H then W, then rescales H's rows.
 
-E is evaluated exactly, from :math:`\Omega \odot (W H)` (the Gram expansion
-that the unmasked solvers use does not exist with a mask), and every
-product :math:`\Omega \odot (W H)` is formed from the state's own arrays, so
-that a resumed run repeats the uninterrupted one bit for bit. Per iteration
-this costs, for each factor, one product for the gradient (or two for a
-multiplicative update) and one :math:`W H` per trial step, each O(N T M) for
-dense data and O(nnz M) for ``mask="stored"``. The history is
+E is evaluated exactly (the Gram expansion that the unmasked solvers use
+does not exist with a mask), and every step is computed from the residual
+:math:`R = \Omega \odot (W H) - \tilde V`: the gradients are :math:`W^T R`
+and :math:`R H^T`, a multiplicative denominator is its numerator plus
+:math:`W^T R` (or :math:`R H^T`), as :math:`\Omega \odot (W H) = R + \tilde V`,
+and :math:`E = \tfrac12 \lVert R \rVert_F^2`. R is formed in one pass with
+E (:meth:`MaskedDense.residual_energy
+<nmfsc.solvers._masked_data.MaskedDense.residual_energy>`), kept for the
+(W, H) it belongs to (:class:`ObservedResiduals`), and always from the
+state's own arrays, so that a resumed run repeats the uninterrupted one bit
+for bit. Per iteration this costs, for each factor, one product for the
+gradient (or two for a multiplicative update) and one R per trial step, each
+O(N T M) for dense data and O(nnz M) for ``mask="stored"``, where a CSR V's
+multiplicative W update and its new R are one pass. The history is
 non-increasing up to rounding for nmf_sc; the multiplicative updates do not
 increase E either (Lee & Seung's argument holds for weighted least squares).
 """
@@ -155,7 +162,7 @@ class MaskedHoyerSteps(HoyerSteps):
         return W, H_new
 
     def _w_multiplicative(self, W, H, HHt=None):
-        fused = self.data.w_update_residual(W, H, EPS)
+        fused = self.data.w_update_residual(W, H, EPS)  # mask="stored": one pass
         if fused is None:
             return multiplicative(W, *self.data.w_terms(H, self.observed(W, H)[0]))[0]
         W_new, R, energy = fused
