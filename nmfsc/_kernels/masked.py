@@ -66,6 +66,24 @@ def _stored_dot(A, B, o, b):
     return y
 
 
+@njit(inline="always", fastmath={"reassoc"})
+def _add_terms(A, B, o, c, v, y, scatter, num, den):
+    """One stored entry's share of an update's two sums (value v, W H there
+    y): ``num[c] += v A[o]``, ``den[c] += y A[o]`` when ``scatter``, else
+    ``num[o] += v B[c]``, ``den[o] += y B[c]`` (:func:`stored_update_terms`)."""
+    M = A.shape[1]
+    if scatter:
+        for j in range(M):
+            a = np.float64(A[o, j])
+            num[c, j] += v * a
+            den[c, j] += y * a
+    else:
+        for j in range(M):
+            b = np.float64(B[c, j])
+            num[o, j] += v * b
+            den[o, j] += y * b
+
+
 @njit(cache=True, nogil=True, fastmath={"reassoc"})
 def stored_product(indptr, indices, A, B, first, stop, out):
     """``out[k] = sum_j A[o, j] * B[indices[k], j]`` for the stored entries k
@@ -111,22 +129,11 @@ def stored_update_terms(indptr, indices, values, A, B, first, stop, scatter, num
     ``num`` and ``den`` are float64 and are added to (zero them first); a
     scatter's rows are shared between outer rows, so threads take their own.
     """
-    M = A.shape[1]
     for o in range(first, stop):
         for k in range(indptr[o], indptr[o + 1]):
             c = indices[k]
             y = _stored_dot(A, B, o, c)
-            v = np.float64(values[k])
-            if scatter:
-                for j in range(M):
-                    a = np.float64(A[o, j])
-                    num[c, j] += v * a
-                    den[c, j] += y * a
-            else:
-                for j in range(M):
-                    b = np.float64(B[c, j])
-                    num[o, j] += v * b
-                    den[o, j] += y * b
+            _add_terms(A, B, o, c, np.float64(values[k]), y, scatter, num, den)
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc"})
@@ -135,22 +142,11 @@ def stored_sums(indptr, indices, values, residuals, A, B, first, stop, scatter, 
     ``y = residuals[k] + values[k]`` (R = (W H) - V at the stored entries,
     known) instead of the dot product: the two sums of a weighted
     multiplicative update in one pass of two M-long additions per entry."""
-    M = A.shape[1]
     for o in range(first, stop):
         for k in range(indptr[o], indptr[o + 1]):
-            c = indices[k]
             v = np.float64(values[k])
             y = np.float64(residuals[k]) + v
-            if scatter:
-                for j in range(M):
-                    a = np.float64(A[o, j])
-                    num[c, j] += v * a
-                    den[c, j] += y * a
-            else:
-                for j in range(M):
-                    b = np.float64(B[c, j])
-                    num[o, j] += v * b
-                    den[o, j] += y * b
+            _add_terms(A, B, o, indices[k], v, y, scatter, num, den)
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc"})
