@@ -39,6 +39,7 @@ import platform
 import time
 import tracemalloc
 import warnings
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -93,7 +94,7 @@ def dense(iters, repeats):
         rounds = {key: [] for key in masks}
         for _ in range(repeats):
             for key, mask in masks.items():
-                call = lambda k, mask=mask: nmf_sc_call(V, M, k, mask=mask, **params)  # noqa: E731
+                call = partial(nmf_sc_call, V, M, mask=mask, **params)
                 rounds[key].append(per_iteration(call, iters))
         (plain, plain_cpu), (full, full_cpu), (some, some_cpu) = (best(r) for r in rounds.values())
         what = ", ".join(f"{k} {v}" for k, v in params.items())
@@ -145,8 +146,7 @@ def sparse(iters, repeats, scale):
     H0 = np.abs(rng.standard_normal((M, T)))
     masked_rounds, mu_rounds = [], []
     for _ in range(repeats):
-        call = lambda k: nmf_sc_call(V, M, k, mask="stored")  # noqa: E731
-        masked_rounds.append(per_iteration(call, iters))
+        masked_rounds.append(per_iteration(partial(nmf_sc_call, V, M, mask="stored"), iters))
         mu_rounds.append(sklearn_per_iteration(V, M, W0, H0, iters))
     (masked, masked_cpu), (mu, mu_cpu) = best(masked_rounds), best(mu_rounds)
     tracemalloc.start()
