@@ -340,3 +340,25 @@ def test_stored_kernels_are_the_dense_formulas(fmt):
     np.testing.assert_allclose(W_new, expected, rtol=1e-13)
     np.testing.assert_allclose(R_new.toarray(), keep * (W_new @ H) - Vs, atol=1e-14)
     assert energy_new == pytest.approx(data.residual_energy(W_new, H)[1], rel=1e-13)
+
+
+def test_a_kept_residual_survives_the_trials_after_it(V, mask):
+    """The kept R and a trial's R are two buffers: a trial (even the first
+    call's next) never overwrites the R of the pair kept."""
+    from nmfsc.solvers._masked_data import open_masked
+    from nmfsc.solvers.masked import ObservedResiduals
+
+    data, _ = open_masked(V, mask)
+    rng = np.random.default_rng(10)
+    W, H = rng.random((V.shape[0], M)), rng.random((M, V.shape[1]))
+    observed = ObservedResiduals(data)
+    R, energy = observed(W, H)
+    expected = R.copy()
+    for _ in range(3):
+        trial, _ = observed.trial(rng.random(W.shape), H)
+        assert trial is not R
+    again, energy_again = observed(W, H)
+    assert again is R and energy_again == energy
+    np.testing.assert_array_equal(again, expected)
+    observed.keep(W, H, trial, 0.0)  # a kept trial: the old R becomes the spare
+    assert observed.trial(W, H)[0] is R

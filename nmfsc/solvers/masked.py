@@ -89,9 +89,10 @@ class ObservedResiduals:
         self._spare = None
 
     def keep(self, W, H, R, energy):
-        """Remember ``(R, E)`` as (W, H)'s; the R kept before becomes the spare."""
-        if self._last is not None and self._last[2] is not R:
-            self._spare = self._last[2]
+        """Remember ``(R, E)`` as (W, H)'s; when R is the spare (a trial's),
+        the R kept before becomes the spare (none before the first)."""
+        if self._spare is R:
+            self._spare = None if self._last is None else self._last[2]
         self._last = (W, H, R, energy)
 
     def trial(self, W, H):
