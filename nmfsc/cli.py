@@ -210,7 +210,8 @@ def _add_compare(commands):
         help="hide a fraction F of the observed entries (the same for every method, drawn "
         "with --holdout-seed), fit every method to the rest and report its error on them: "
         "nmf_sc and nmf_euclidean fit the rest only, the other methods the data with the "
-        "hidden entries filled by their row's mean (default: none)",
+        "hidden entries filled by their row's mean; for a sparse .mtx file the stored "
+        "entries are the observed ones (default: none)",
     )
     parser.add_argument(
         "--holdout-seed",

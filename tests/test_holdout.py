@@ -143,3 +143,96 @@ def test_cli_bad_holdout(csv_with_holes, value, capsys):
     argv = ["compare", str(csv_with_holes), "--holdout", value, "--missing-values", "nan"]
     assert main(argv) == 2
     assert "--holdout" in capsys.readouterr().err
+
+
+# --- scipy.sparse V: the stored entries are the observed ones ----------------------
+SPARSE_METHODS = ["nmf_sc", "nmf_euclidean", "nmf_divergence"]
+if nmfsc.comparison._methods.sklearn_available():
+    SPARSE_METHODS.append("sklearn_mu")
+
+
+def _same_rows(a, b, columns):
+    assert [r["method"] for r in a.rows] == [r["method"] for r in b.rows]
+    for x, y in zip(a.rows, b.rows, strict=True):
+        assert x["holdout_fit"] == y["holdout_fit"]
+        for column in columns:
+            assert x[column] == pytest.approx(y[column], rel=1e-9), (x["method"], column)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_sparse_holdout_equals_the_dense_holdout_of_a_full_pattern(low_rank, fmt):
+    """Every entry stored: the same hidden entries, the same fits (mask='stored'
+    for the masked methods, row means for the others), the same rows."""
+    import scipy.sparse as sp
+
+    kw = {"methods": SPARSE_METHODS, "holdout": 0.2, "max_iter": 100}
+    dense = run(low_rank, **kw)
+    stored = run(sp.csr_matrix(low_rank).asformat(fmt), **kw)
+    _same_rows(dense, stored, ["holdout_error", "relative_error", "sparseness_W"])
+
+
+def test_sparse_holdout_is_the_dense_one_with_unstored_entries_missing():
+    """A sparse pattern: the masked methods fit the stored entries, so they give
+    what the dense V with NaN where unstored gives with missing_values=nan."""
+    import scipy.sparse as sp
+
+    S = sp.random(40, 30, density=0.4, random_state=1, format="csr")
+    holes = S.toarray()
+    holes[holes == 0] = np.nan
+    kw = {"methods": ["nmf_sc", "nmf_euclidean"], "holdout": 0.15, "max_iter": 100}
+    dense = run(holes, missing_values=np.nan, **kw)
+    stored = run(S, **kw)
+    _same_rows(dense, stored, ["holdout_error"])
+
+
+def test_sparse_holdout_hides_stored_entries_and_keeps_v_sparse(monkeypatch):
+    import scipy.sparse as sp
+
+    from nmfsc.comparison import _runner
+    from nmfsc.comparison._holdout import Holdout
+
+    S = sp.random(50, 40, density=0.2, random_state=2, format="csc")
+    split = Holdout(S, 0.1, 0, missing=False)
+    assert split.hidden.sum() == round(0.1 * S.nnz)
+    assert np.all(S.toarray()[split.hidden_rows, split.hidden_cols] != 0)
+    fitted = []
+
+    def recording(method, V, *args, **kw):
+        fitted.append((method, sp.issparse(V), V.nnz, kw["params"].get("mask")))
+        return run_method(method, V, *args, **kw)
+
+    run_method = _runner.run_method
+    monkeypatch.setattr(_runner, "run_method", recording)
+    result = run(S, methods=["nmf_sc", "nmf_divergence"], holdout=0.1, max_iter=20)
+    train = S.nnz - split.hidden.sum()
+    assert fitted == [("nmf_sc", True, train, "stored"), ("nmf_divergence", True, S.nnz, None)]
+    assert all(np.isfinite(row["holdout_error"]) for row in result.rows)
+
+
+def test_sparse_missing_values_are_stored_nans():
+    import scipy.sparse as sp
+
+    S = sp.random(30, 20, density=0.5, random_state=3, format="csr")
+    S.data[::9] = np.nan
+    result = run(S, methods=["nmf_sc"], missing_values=np.nan, holdout=0.1, max_iter=20)
+    assert np.isfinite(result.rows[0]["holdout_error"])
+    assert result.rows[0]["holdout_fit"] == "masked"
+    with pytest.raises(ValueError, match="NaN"):
+        run(S, methods=["nmf_sc"], holdout=0.1)
+
+
+def test_cli_compare_with_holdout_on_a_sparse_mtx_file(tmp_path, capsys):
+    import scipy.io
+    import scipy.sparse as sp
+
+    path = tmp_path / "ratings.mtx"
+    scipy.io.mmwrite(path, sp.random(40, 30, density=0.3, random_state=4, format="coo"))
+    argv = ["compare", str(path), "-k", "3", "--holdout", "0.1", "--sparseness-w", "0.3",
+            "--methods", "nmf_sc", "nmf_divergence", "--seeds", "0", "--max-iter", "50",
+            "--no-progress", "--out", str(tmp_path / "cmp")]  # fmt: skip
+    assert main(argv) == 0
+    assert "held-out error" in capsys.readouterr().out
+    report = json.loads((tmp_path / "cmp" / "report.json").read_text())
+    assert report["settings"]["holdout"] == 0.1
+    assert [row["holdout_fit"] for row in report["rows"]] == ["masked", "row means"]
+    assert all(row["holdout_error"] is not None for row in report["rows"])

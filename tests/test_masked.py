@@ -295,3 +295,70 @@ def test_masked_nmf_sc_recovers_hidden_low_rank_entries():
     masked = fit(nmfsc.nmf_sc, np.where(seen, truth, np.nan), mask=seen, **kw)
     plain = fit(nmfsc.nmf_sc, filled, **kw)
     assert held_out(masked) <= 0.5 * held_out(plain)
+
+
+# --- the kernels against numpy ----------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_masked_residual_is_numpys_three_passes(dtype):
+    from nmfsc._kernels.masked import masked_residual
+
+    rng = np.random.default_rng(7)
+    Y = rng.random((13, 37)).astype(dtype)
+    V = rng.random((13, 37)).astype(dtype)
+    keep = rng.random((13, 37)) > 0.4
+    expected = Y * keep - V
+    halves = masked_residual(Y, V, keep, 0, 6) + masked_residual(Y, V, keep, 6, 13)
+    rtol = 1e-6 if dtype == np.float32 else 1e-15
+    np.testing.assert_allclose(Y, expected, rtol=rtol)
+    assert halves == pytest.approx(0.5 * np.sum(expected.astype(np.float64) ** 2), rel=rtol)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_stored_kernels_are_the_dense_formulas(fmt):
+    """stored_residual, stored_sums and the fused W update against the dense
+    masked formulas, through the data object the solvers use."""
+    from nmfsc.solvers._masked_data import open_masked
+
+    S = sp.random(40, 30, density=0.25, random_state=8, format=fmt)
+    data, scale = open_masked(S, "stored")
+    keep = S.toarray() != 0
+    Vs = S.toarray() / scale
+    rng = np.random.default_rng(9)
+    W, H = rng.random((40, M)), rng.random((M, 30))
+    R, energy = data.residual_energy(W, H)
+    dense_R = keep * (W @ H) - Vs
+    np.testing.assert_allclose(R.toarray(), dense_R, atol=1e-14)
+    assert energy == pytest.approx(0.5 * np.sum(dense_R**2), rel=1e-13)
+    for (num, den), (a, b) in (
+        (data.h_terms(W, R), (W.T @ Vs, W.T @ (keep * (W @ H)))),
+        (data.w_terms(H, R), (Vs @ H.T, (keep * (W @ H)) @ H.T)),
+    ):
+        np.testing.assert_allclose(num, a, rtol=1e-13)
+        np.testing.assert_allclose(den, b, rtol=1e-13)
+    W_new, R_new, energy_new = data.w_update_residual(W, H, 1e-9)
+    expected = W * (Vs @ H.T) / ((keep * (W @ H)) @ H.T + 1e-9)
+    np.testing.assert_allclose(W_new, expected, rtol=1e-13)
+    np.testing.assert_allclose(R_new.toarray(), keep * (W_new @ H) - Vs, atol=1e-14)
+    assert energy_new == pytest.approx(data.residual_energy(W_new, H)[1], rel=1e-13)
+
+
+def test_a_kept_residual_survives_the_trials_after_it(V, mask):
+    """The kept R and a trial's R are two buffers: a trial (even the first
+    call's next) never overwrites the R of the pair kept."""
+    from nmfsc.solvers._masked_data import open_masked
+    from nmfsc.solvers.masked import ObservedResiduals
+
+    data, _ = open_masked(V, mask)
+    rng = np.random.default_rng(10)
+    W, H = rng.random((V.shape[0], M)), rng.random((M, V.shape[1]))
+    observed = ObservedResiduals(data)
+    R, energy = observed(W, H)
+    expected = R.copy()
+    for _ in range(3):
+        trial, _ = observed.trial(rng.random(W.shape), H)
+        assert trial is not R
+    again, energy_again = observed(W, H)
+    assert again is R and energy_again == energy
+    np.testing.assert_array_equal(again, expected)
+    observed.keep(W, H, trial, 0.0)  # a kept trial: the old R becomes the spare
+    assert observed.trial(W, H)[0] is R

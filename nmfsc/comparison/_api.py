@@ -88,12 +88,15 @@ def compare(
         relative error on the hidden entries (``holdout_error``). ``nmf_sc``
         and ``nmf_euclidean`` fit the training entries only (their ``mask``);
         the other methods are fitted to V with the hidden entries filled by
-        their row's training mean (``holdout_fit``).
-        Dense V only.
+        their row's training mean (``holdout_fit``). For scipy.sparse V the
+        stored entries are the observed ones (``mask="stored"``): a fraction
+        of them is hidden, and the masked methods fit the other stored
+        entries alone (docs/compare.md).
     holdout_seed : int, default 0
     missing_values : None or np.nan, default None
-        np.nan: NaN entries of V are missing, handled as hidden entries that
-        are never scored. None: NaN is an error.
+        np.nan: NaN entries of V (a sparse V's stored NaN entries) are
+        missing, handled as hidden entries that are never scored. None: NaN
+        is an error.
 
     Returns
     -------
@@ -147,6 +150,7 @@ def compare(
         fit_options=fit_options,
         scoring=scoring,
         method_params=split and split.method_params(),
+        method_data=split and split.method_data(V),
     )
     if split is not None:
         rows = holdout_rows(rows, runs, split, scale)

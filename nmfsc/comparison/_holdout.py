@@ -21,6 +21,14 @@ of all training entries for a row that has none), the usual imputation
 before a method that needs a complete matrix. The column ``holdout_fit``
 says which: ``"masked"`` or ``"row means"``. The usual columns (relative
 error, ...) are then measured on that filled matrix.
+
+A scipy.sparse V: its stored entries are the observed ones (as
+``mask="stored"``), enumerated in row-major order (so that a V storing
+every entry hides what its dense copy hides), and nothing is made dense.
+The masked methods fit ``mask="stored"`` on V without the hidden and
+missing entries (:meth:`Holdout.method_data`); the others fit V with those
+stored entries filled by their row's mean over the training stored entries,
+the unstored ones zeros as in any sparse comparison.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import numbers
 
 import numpy as np
 
+from nmfsc.solvers.framework import is_sparse
 from nmfsc.solvers.registry import masked_solvers
 
 __all__ = ["MASKED_METHODS", "Holdout", "check_holdout", "holdout_rows"]
@@ -54,23 +63,30 @@ class Holdout:
 
     ``V``: dense, with NaN where missing when ``missing`` is true (NaN is then
     the only non-finite value allowed; the filled matrix is checked by the
-    comparison as any V is).
+    comparison as any V is); or scipy.sparse, whose stored entries are the
+    observed ones (module docstring). Attributes: ``filled`` (the V every
+    method without a mask fits), ``masked`` (whether some entry is hidden or
+    missing), ``hidden`` (boolean, of V's shape for dense V, of its stored
+    entries for sparse V), ``hidden_rows``, ``hidden_cols`` and ``hidden_values`` (the
+    hidden entries, in row-major order).
     """
 
     def __init__(self, V, fraction, seed, missing):
-        values = np.asarray(V)
-        if hasattr(V, "nnz"):
-            raise TypeError(
-                "holdout and missing_values need a dense V; for scipy.sparse V use "
-                "nmfsc.nmf_sc(V, k, mask='stored')"
-            )
-        if not np.issubdtype(values.dtype, np.number) or values.ndim != 2:
-            raise TypeError(f"V must be a 2-D real numeric array, got dtype {values.dtype}")
-        values = values.astype(np.float64) if values.dtype.kind != "f" else values
+        if is_sparse(V):
+            V = _canonical_csr(V)
+            shape, values = V.shape, V.data
+            rows = np.repeat(np.arange(shape[0], dtype=np.int64), np.diff(V.indptr))
+            positions = rows * shape[1] + V.indices
+        else:
+            values = np.asarray(V)
+            if not np.issubdtype(values.dtype, np.number) or values.ndim != 2:
+                raise TypeError(f"V must be a 2-D real numeric array, got dtype {values.dtype}")
+            values = values.astype(np.float64) if values.dtype.kind != "f" else values
+            shape, values, positions = values.shape, values.ravel(), None
         observed = ~np.isnan(values) if missing else np.ones(values.shape, dtype=bool)
         if not observed.any():
             raise ValueError("every entry of V is NaN (missing): there is nothing to compare")
-        self.hidden = np.zeros(values.shape, dtype=bool)
+        hidden = np.zeros(values.shape, dtype=bool)
         if fraction is not None:
             index = np.flatnonzero(observed)
             count = int(round(fraction * index.size))
@@ -79,12 +95,22 @@ class Holdout:
                     f"holdout={fraction} hides {count} of the {index.size} observed entries; "
                     "it must hide at least one and leave at least one"
                 )
-            chosen = np.random.default_rng(seed).choice(index, size=count, replace=False)
-            self.hidden.flat[chosen] = True
-        self.train = observed & ~self.hidden
-        self.values = np.where(observed, values, 0.0)  # NaN-free: for the held-out error
-        self.filled = _fill_with_row_means(values, self.train)
+            hidden[np.random.default_rng(seed).choice(index, size=count, replace=False)] = True
+        self.train = observed & ~hidden  # of the entries (dense) or stored entries (sparse)
         self.masked = not self.train.all()
+        self.hidden = hidden if positions is not None else hidden.reshape(shape)
+        flat = np.flatnonzero(hidden) if positions is None else positions[hidden]
+        self.hidden_rows, self.hidden_cols = np.divmod(flat, shape[1])
+        self.hidden_values = values[hidden]
+        if positions is None:
+            rows = np.repeat(np.arange(shape[0]), shape[1])
+        filled = _fill_with_row_means(values, self.train, rows, shape[0])
+        self._sparse = positions is not None
+        if self._sparse:
+            self.filled = type(V)((filled, V.indices, V.indptr), shape=shape)
+        else:
+            self.filled = filled.reshape(shape)
+            self._dense_train = self.train.reshape(shape)
         #: The call's holdout settings, for ``Comparison.settings``.
         self.settings = {
             "holdout": fraction,
@@ -93,35 +119,59 @@ class Holdout:
         }
 
     def method_params(self):
-        """The mask keyword of each method that takes one (none when nothing is hidden)."""
+        """The mask keyword of each method that takes one (none when nothing is
+        hidden): the training entries for dense V, ``"stored"`` for sparse V
+        (whose training matrix is :meth:`method_data`'s)."""
         if not self.masked:
             return {}
-        return {method: {"mask": self.train} for method in MASKED_METHODS}
+        mask = "stored" if self._sparse else self._dense_train
+        return {method: {"mask": mask} for method in MASKED_METHODS}
+
+    def method_data(self, V):
+        """The V each masked method fits instead of the comparison's ``V`` (the
+        filled matrix as checked and normalised): for sparse V, ``V`` with the
+        hidden and missing entries no longer stored; none for dense V (its
+        masked methods read V only where their mask is true)."""
+        if not (self.masked and self._sparse):
+            return {}
+        keep = self.train
+        counts = np.concatenate(([0], np.cumsum(keep)))[V.indptr]
+        train = type(V)((V.data[keep], V.indices[keep], counts), shape=V.shape)
+        return {method: train for method in MASKED_METHODS}
 
 
-def _fill_with_row_means(values, train):
-    """V with every entry outside ``train`` replaced by its row's training mean."""
-    counts = train.sum(axis=1)
-    sums = np.where(train, values, 0.0).sum(axis=1)
+def _canonical_csr(V):
+    """A scipy.sparse V as a new CSR matrix of float dtype, duplicates summed
+    and indices sorted: its stored entries in row-major order."""
+    V = V.tocsr(copy=True)
+    V.sum_duplicates()
+    return V if V.dtype.kind == "f" else V.astype(np.float64)
+
+
+def _fill_with_row_means(values, train, rows, n_rows):
+    """``values`` (entries in row-major order, ``rows`` their rows) with every
+    entry outside ``train`` replaced by its row's training mean (the mean of
+    all training entries for a row that has none)."""
+    counts = np.bincount(rows, weights=train, minlength=n_rows)
+    sums = np.bincount(rows, weights=np.where(train, values, 0.0), minlength=n_rows)
     overall = sums.sum() / max(1, counts.sum())
     means = np.where(counts > 0, sums / np.maximum(counts, 1), overall)
-    return np.where(train, values, means[:, None]).astype(values.dtype)
+    return np.where(train, values, means[rows]).astype(values.dtype)
 
 
 def holdout_rows(rows, runs, holdout, scale):
     """Add ``holdout_error`` (with a fraction hidden) and ``holdout_fit`` to each row.
 
     ``runs[(method, seed)]`` hold W in the units of V / ``scale``."""
-    hidden = holdout.hidden
-    target = holdout.values[hidden] / scale
+    target = holdout.hidden_values / scale
     norm = float(np.linalg.norm(target))
+    rows_i, cols_i = holdout.hidden_rows, holdout.hidden_cols
     for row in rows:
         if holdout.masked:
             row["holdout_fit"] = "masked" if row["method"] in MASKED_METHODS else "row means"
-        if not hidden.any():
+        if not target.size:
             continue
         run = runs[(row["method"], row["seed"])]
-        rows_i, cols_i = np.nonzero(hidden)
         predicted = np.einsum("ij,ji->i", run.W[rows_i], run.H[:, cols_i])
         error = float(np.linalg.norm(predicted - target))
         row["holdout_error"] = error / norm if norm > 0 else error

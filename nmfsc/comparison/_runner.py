@@ -211,10 +211,21 @@ def warm_up(methods, sparse_nmf_alpha, like=None):
 
 
 def run_seed(
-    V, M, seed, methods, *, nmf_sc_params, sparse_nmf_alpha, fit_options, method_params=None
+    V,
+    M,
+    seed,
+    methods,
+    *,
+    nmf_sc_params,
+    sparse_nmf_alpha,
+    fit_options,
+    method_params=None,
+    method_data=None,
 ):
     """Every method of ``methods`` from the start of ``seed``; ``method_params``:
-    extra keywords of nmfsc's methods (e.g. a held-out mask, :mod:`._holdout`).
+    extra keywords of nmfsc's methods (e.g. a held-out mask, :mod:`._holdout`);
+    ``method_data``: the V a method fits instead of ``V`` (a sparse V's
+    training entries, :meth:`._holdout.Holdout.method_data`).
 
     Returns
     -------
@@ -242,7 +253,8 @@ def run_seed(
         else:
             params = _params(method, nmf_sc_params, sparse_nmf_alpha)
             params = {**params, **(method_params or {}).get(method, {})}
-            run = run_method(method, V, M, start, params=params, **fit_options)
+            data = (method_data or {}).get(method, V)
+            run = run_method(method, data, M, start, params=params, **fit_options)
             run.params.pop("mask", None)  # the call's, not a setting of the method
         runs.append(run)
         by_name[method] = run
@@ -272,9 +284,11 @@ def run_all(
     fit_options,
     scoring,
     method_params=None,
+    method_data=None,
 ):
     """Run every (seed, method); returns ``(rows, runs, records)`` where ``runs``
-    maps ``(method, seed)`` to its :class:`Run` (``method_params``: see :func:`run_seed`)."""
+    maps ``(method, seed)`` to its :class:`Run` (``method_params`` and
+    ``method_data``: see :func:`run_seed`)."""
     warm_up(methods, sparse_nmf_alpha, like=V)
     rows, runs, records = [], {}, []
     for seed in seeds:
@@ -287,6 +301,7 @@ def run_all(
             sparse_nmf_alpha=sparse_nmf_alpha,
             fit_options=fit_options,
             method_params=method_params,
+            method_data=method_data,
         )
         for run in seed_runs:
             row = score_run(V, run, seed, **scoring)

@@ -13,6 +13,8 @@ The masked solvers ask a data object for
 ``left(W, X)``, ``right(X, H)``        :math:`W^T X` (M x T), :math:`X H^T` (N x M)
 ``right_rows(H, X)``                   :math:`H X^T` (M x N, C-contiguous)
 ``wtv(W)``, ``vht(H)``                 :math:`W^T \tilde V`, :math:`\tilde V H^T`
+``residual_energy(W, H, out)``         R and :math:`\tfrac12 \lVert R \rVert_F^2` in one pass
+``h_terms(W, R)``, ``w_terms(H, R)``   a multiplicative update's two sums, from R
 =====================================  ==========================================
 
 where X is an "observed" matrix (Y, R or :math:`\tilde V`). Two kinds
@@ -28,6 +30,11 @@ are sparse matrices sharing V's indices; :math:`Y` is formed at the stored
 entries alone by a Numba kernel (:func:`nmfsc._kernels.masked.stored_product`,
 O(nnz M)), and neither V nor the mask is ever made dense: the memory beyond
 the factors is O(nnz).
+
+The solvers work from R alone: :math:`\Omega \odot (W H) = R + \tilde V`, so
+the multiplicative update's denominator is its numerator plus a product of
+R (:meth:`MaskedDense.h_terms`), and one pass forms R and E together
+(:meth:`MaskedDense.residual_energy`, into a buffer the caller reuses).
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from functools import partial
 import numpy as np
 
 from nmfsc._kernels import masked as _km
+from nmfsc._kernels import updates as _ku
 from nmfsc._threads import run_groups, split, threads
 from nmfsc._validation import check_data, reject_masked
 from nmfsc.solvers._data import inner, is_sparse, total
@@ -155,8 +163,43 @@ class MaskedDense:
         """The W update's (M * V) H^T and (M * W H) H^T."""
         return self.vht(H), self.right(observed(), H)
 
+    def residual_energy(self, W, H, out=None):
+        """``(R, E)``: :math:`R = \\Omega \\odot (W H) - \\tilde V` and
+        :math:`E = \\tfrac12 \\lVert R \\rVert_F^2` (float64), in one BLAS product
+        into ``out`` (reused when it has R's shape and dtype, else a new
+        array) and one pass of :func:`nmfsc._kernels.masked.masked_residual`
+        over its rows, by threads over groups of rows."""
+        dtype = np.result_type(W.dtype, H.dtype)
+        if out is None or out.shape != self.shape or out.dtype != dtype:
+            out = np.empty(self.shape, dtype=dtype)
+        np.matmul(W, H, out=out)
+        groups = threads() if out.size >= PARALLEL_STORED else 1
+        kernel = partial(_km.masked_residual, out, self.V, self.mask)
+        halves = run_groups([partial(kernel, a, b) for a, b in split(self.shape[0], groups)])
+        return out, float(sum(halves))
+
+    def h_terms(self, W, R):
+        """The H update's numerator and denominator from R:
+        :math:`W^T \\tilde V` and :math:`W^T (\\Omega \\odot W H) = W^T \\tilde V + W^T R`."""
+        num = self.wtv(W)
+        den = self.left(W, R)
+        den += num
+        return num, den
+
+    def w_terms(self, H, R):
+        """The W update's :math:`\\tilde V H^T` and :math:`\\tilde V H^T + R H^T`."""
+        num = self.vht(H)
+        den = self.right(R, H)
+        den += num
+        return num, den
+
+    def w_update_residual(self, W, H, eps):
+        """None: a dense W update and its residual are two steps
+        (:meth:`MaskedStored.w_update_residual` fuses them)."""
+        return None
+
     def half_squared_error(self, W, H):
-        return self.half_squared(self.residual(self.product(W, H)))
+        return self.residual_energy(W, H)[1]
 
     def relative_error(self, W, H):
         """``||mask * (V - W H)||_F / ||mask * V||_F`` (W in V / s's units)."""
@@ -190,16 +233,66 @@ class MaskedStored(MaskedDense):
         """W H at the stored entries, by threads over groups of outer rows."""
         V = self.raw
         out = np.empty(V.nnz, dtype=np.result_type(W.dtype, H.dtype))
-        Ht = np.ascontiguousarray(H.T)
-        A, B = (Ht, W) if self.csc else (W, Ht)
-        n_outer = V.indptr.shape[0] - 1
-        groups = threads() if V.nnz * W.shape[1] >= PARALLEL_STORED else 1
-        kernel = partial(_km.stored_product, V.indptr, V.indices, A, B)
-        run_groups([partial(kernel, a, b, out) for a, b in split(n_outer, groups)])
+        kernel = partial(_km.stored_product, V.indptr, V.indices, *self._operands(W, H))
+        run_groups([partial(kernel, a, b, out) for a, b in self._groups(W.shape[1])])
         return self.with_values(out)
 
     def residual(self, Y):
         return self.with_values(Y.data - self.values)
+
+    def residual_energy(self, W, H, out=None):
+        """``(R, E)`` at the stored entries in one pass
+        (:func:`nmfsc._kernels.masked.stored_residual`); R is a sparse matrix
+        of V's pattern (``out`` is not used)."""
+        V = self.raw
+        values = np.empty(V.nnz, dtype=np.result_type(W.dtype, H.dtype))
+        A, B = self._operands(W, H)
+        halves = run_groups(
+            [
+                partial(_km.stored_residual, V.indptr, V.indices, self.values, A, B, a, b, values)
+                for a, b in self._groups(W.shape[1])
+            ]
+        )
+        return self.with_values(values), float(sum(halves))
+
+    def w_update_residual(self, W, H, eps):
+        """``(W', R, E)``: the weighted multiplicative W update
+        :math:`W' = W \\odot (\\tilde V H^T) \\oslash ((\\Omega \\odot W H) H^T + \\epsilon)`
+        and the residual and E of (W', H), for a CSR V in one pass over the
+        stored entries (:func:`nmfsc._kernels.masked.stored_w_update_residual`).
+        A CSC V's W step scatters, so its sums are complete only at the end of
+        a pass: there the update takes one pass
+        (:func:`~nmfsc._kernels.masked.stored_update_terms`) and R another."""
+        V = self.raw
+        dtype = np.result_type(W.dtype, H.dtype)
+        W_new = np.empty(W.shape, dtype=dtype)
+        if self.csc:
+            num, den = self.w_update_terms(W, H, None)
+            _ku.multiplicative_update_into(W, num, den, eps, W_new, np.empty(W.shape[0]))
+            return W_new, *self.residual_energy(W_new, H)
+        values = np.empty(V.nnz, dtype=dtype)
+        kernel = partial(
+            _km.stored_w_update_residual,
+            V.indptr,
+            V.indices,
+            self.values,
+            W,
+            np.ascontiguousarray(H.T),
+        )
+        halves = run_groups(
+            [partial(kernel, a, b, eps, W_new, values) for a, b in self._groups(W.shape[1])]
+        )
+        return W_new, self.with_values(values), float(sum(halves))
+
+    def _operands(self, W, H):
+        """``(A, B)`` of the kernels: (W, H^T) for CSR, (H^T, W) for CSC."""
+        Ht = np.ascontiguousarray(H.T)
+        return (Ht, W) if self.csc else (W, Ht)
+
+    def _groups(self, M):
+        """The outer rows' ranges, one per thread when the pass is large."""
+        V = self.raw
+        return split(V.indptr.shape[0] - 1, threads() if V.nnz * M >= PARALLEL_STORED else 1)
 
     def half_squared(self, R):
         values = R.data.reshape(1, -1)
@@ -227,29 +320,52 @@ class MaskedStored(MaskedDense):
         """W^T (M * V) and W^T (M * W H) in one pass over the stored entries
         (:func:`nmfsc._kernels.masked.stored_update_terms`); M * W H is formed
         there, entry by entry, and ``observed`` is not called."""
-        num, den = self._update_terms(W, H, scatter=not self.csc, size=self.shape[1])
+        num, den = self._products_terms(W, H, scatter=not self.csc, size=self.shape[1])
         return np.ascontiguousarray(num.T), np.ascontiguousarray(den.T)
 
     def w_update_terms(self, W, H, observed):
         """(M * V) H^T and (M * W H) H^T in one pass over the stored entries."""
-        return self._update_terms(W, H, scatter=self.csc, size=self.shape[0])
+        return self._products_terms(W, H, scatter=self.csc, size=self.shape[0])
 
-    def _update_terms(self, W, H, scatter, size):
-        """``(num, den)``, each ``size`` x M, of the kernel: threads over groups
-        of outer rows, each with its own sums when they scatter."""
+    def _products_terms(self, W, H, scatter, size):
+        """``(num, den)`` of :func:`~nmfsc._kernels.masked.stored_update_terms`."""
         V = self.raw
-        Ht = np.ascontiguousarray(H.T)
-        A, B = (Ht, W) if self.csc else (W, Ht)
-        n_outer, M = V.indptr.shape[0] - 1, W.shape[1]
-        groups = split(n_outer, threads() if V.nnz * M >= PARALLEL_STORED else 1)
+        kernel = partial(_km.stored_update_terms, V.indptr, V.indices, self.values)
+        return self._update_terms(kernel, *self._operands(W, H), scatter, size)
+
+    def h_terms(self, W, R):
+        """The H update's :math:`W^T \\tilde V` and :math:`W^T (\\Omega \\odot W H)`
+        from R's values in one pass of
+        :func:`nmfsc._kernels.masked.stored_sums` (no dot product: the entries
+        of W H are R + V)."""
+        num, den = self._sums(W, R, scatter=not self.csc, size=self.shape[1])
+        return np.ascontiguousarray(num.T), np.ascontiguousarray(den.T)
+
+    def w_terms(self, H, R):
+        """The W update's :math:`\\tilde V H^T` and :math:`(\\Omega \\odot W H) H^T` from R."""
+        return self._sums(np.ascontiguousarray(H.T), R, scatter=self.csc, size=self.shape[0])
+
+    def _sums(self, weights, R, scatter, size):
+        """The kernel's ``(num, den)``, each ``size`` x M, weighted by the rows
+        of W (H step) or of H^T (W step): the kernel reads one of its
+        operands A and B (the scatter A, the gather B), so the weights are
+        passed as both."""
+        V = self.raw
+        kernel = partial(_km.stored_sums, V.indptr, V.indices, self.values, R.data)
+        return self._update_terms(kernel, weights, weights, scatter, size)
+
+    def _update_terms(self, kernel, A, B, scatter, size):
+        """``(num, den)``, each ``size`` x M, of ``kernel(A, B, first, stop,
+        scatter, num, den)`` (:func:`~nmfsc._kernels.masked.stored_update_terms`
+        or :func:`~nmfsc._kernels.masked.stored_sums`): threads over groups of
+        outer rows, each with its own sums when they scatter."""
+        M = A.shape[1]
+        groups = self._groups(M)
         count = len(groups) if scatter else 1
         sums = np.zeros((count, 2, size, M))
         calls = [
             partial(
-                _km.stored_update_terms,
-                V.indptr,
-                V.indices,
-                self.values,
+                kernel,
                 A,
                 B,
                 a,
@@ -262,7 +378,7 @@ class MaskedStored(MaskedDense):
         ]
         run_groups(calls)
         total_sums = sums.sum(axis=0) if count > 1 else sums[0]
-        dtype = np.result_type(W.dtype, H.dtype)
+        dtype = np.result_type(A.dtype, B.dtype)
         return total_sums[0].astype(dtype, copy=False), total_sums[1].astype(dtype, copy=False)
 
 

@@ -37,13 +37,20 @@ is generalised exactly:
 Euclidean NMF (:class:`MaskedEuclideanSteps`) takes the two weighted
 multiplicative updates, H then W, then rescales H's rows.
 
-E is evaluated exactly, from :math:`\Omega \odot (W H)` (the Gram expansion
-that the unmasked solvers use does not exist with a mask), and every
-product :math:`\Omega \odot (W H)` is formed from the state's own arrays, so
-that a resumed run repeats the uninterrupted one bit for bit. Per iteration
-this costs, for each factor, one product for the gradient (or two for a
-multiplicative update) and one :math:`W H` per trial step, each O(N T M) for
-dense data and O(nnz M) for ``mask="stored"``. The history is
+E is evaluated exactly (the Gram expansion that the unmasked solvers use
+does not exist with a mask), and every step is computed from the residual
+:math:`R = \Omega \odot (W H) - \tilde V`: the gradients are :math:`W^T R`
+and :math:`R H^T`, a multiplicative denominator is its numerator plus
+:math:`W^T R` (or :math:`R H^T`), as :math:`\Omega \odot (W H) = R + \tilde V`,
+and :math:`E = \tfrac12 \lVert R \rVert_F^2`. R is formed in one pass with
+E (:meth:`MaskedDense.residual_energy
+<nmfsc.solvers._masked_data.MaskedDense.residual_energy>`), kept for the
+(W, H) it belongs to (:class:`ObservedResiduals`), and always from the
+state's own arrays, so that a resumed run repeats the uninterrupted one bit
+for bit. Per iteration this costs, for each factor, one product for the
+gradient (or two for a multiplicative update) and one R per trial step, each
+O(N T M) for dense data and O(nnz M) for ``mask="stored"``, where a CSR V's
+multiplicative W update and its new R are one pass. The history is
 non-increasing up to rounding for nmf_sc; the multiplicative updates do not
 increase E either (Lee & Seung's argument holds for weighted least squares).
 """
@@ -65,27 +72,43 @@ __all__ = [
 ]
 
 
-class ObservedProducts:
-    """:math:`\\Omega \\odot (W H)` and E of the last (W, H) pair asked for,
-    kept while the same array objects are asked for again (the solvers never
-    modify their state's arrays in place)."""
+class ObservedResiduals:
+    """:math:`R = \\Omega \\odot (W H) - \\tilde V` and E of the last (W, H) pair
+    kept, returned while the same array objects are asked for again (the
+    solvers never modify their state's arrays in place).
+
+    For dense data R is N x T, and two such buffers take turns: the kept R,
+    and a spare into which the next R (a new pair's, or a line-search
+    trial's) is written; keeping a trial's R makes the old one the spare. So
+    no N x T array is allocated per product, and an R handed out stays
+    valid until the second product after it."""
 
     def __init__(self, data):
         self.data = data
         self._last = None
+        self._spare = None
 
-    def keep(self, W, H, Y, energy):
-        self._last = (W, H, Y, energy)
+    def keep(self, W, H, R, energy):
+        """Remember ``(R, E)`` as (W, H)'s; when R is the spare (a trial's),
+        the R kept before becomes the spare (none before the first)."""
+        if self._spare is R:
+            self._spare = None if self._last is None else self._last[2]
+        self._last = (W, H, R, energy)
+
+    def trial(self, W, H):
+        """``(R, E)`` of (W, H) written into the spare buffer, not kept."""
+        R, energy = self.data.residual_energy(W, H, out=self._spare)
+        self._spare = R
+        return R, energy
 
     def __call__(self, W, H):
-        """``(Y, E)`` of (W, H)."""
+        """``(R, E)`` of (W, H), computed and kept unless it is the pair kept."""
         last = self._last
         if last is not None and last[0] is W and last[1] is H:
             return last[2], last[3]
-        Y = self.data.product(W, H)
-        energy = self.data.half_squared(self.data.residual(Y))
-        self._last = (W, H, Y, energy)
-        return Y, energy
+        R, energy = self.trial(W, H)
+        self.keep(W, H, R, energy)
+        return R, energy
 
 
 def multiplicative(X, numerator, denominator):
@@ -103,7 +126,7 @@ class MaskedHoyerSteps(HoyerSteps):
 
     def __init__(self, data, n_components, sparseness_w, sparseness_h):
         super().__init__(data, n_components, sparseness_w, sparseness_h)
-        self.observed = ObservedProducts(data)
+        self.observed = ObservedResiduals(data)
 
     def start(self, state):
         return self.objective(state["W"], state["H"])
@@ -134,33 +157,36 @@ class MaskedHoyerSteps(HoyerSteps):
         return new, self.objective(W, H), reason
 
     def _h_multiplicative(self, W, H, rescale=True):
-        terms = self.data.h_update_terms(W, H, lambda: self.observed(W, H)[0])
-        H_new, row_ss = multiplicative(H, *terms)
+        H_new, row_ss = multiplicative(H, *self.data.h_terms(W, self.observed(W, H)[0]))
         W = W.copy()
         _k.scale_rows_to_unit_l2(H_new, W, row_ss)
         return W, H_new
 
     def _w_multiplicative(self, W, H, HHt=None):
-        terms = self.data.w_update_terms(W, H, lambda: self.observed(W, H)[0])
-        return multiplicative(W, *terms)[0]
+        fused = self.data.w_update_residual(W, H, EPS)  # mask="stored": one pass
+        if fused is None:
+            return multiplicative(W, *self.data.w_terms(H, self.observed(W, H)[0]))[0]
+        W_new, R, energy = fused
+        self.observed.keep(W_new, H, R, energy)  # the objective's, at no further pass
+        return W_new
 
     def _h_projected(self, W, H, mu):
-        Y, before = self.observed(W, H)
-        dH = self.data.left(W, self.data.residual(Y))
+        R, before = self.observed(W, H)
+        dH = self.data.left(W, R)
 
         def evaluate(trial):  # the trial is the projector's buffer, taken if accepted
-            return W, trial, self.data.product(W, trial)
+            return W, trial, *self.observed.trial(W, trial)
 
         return self._search(self.proj_h, H, dH, mu, before, evaluate, own_norm=False, pick=1)
 
     def _w_projected(self, W, H, mu):
         """On C = W^T, the projection's layout (one column of W per row)."""
-        Y, before = self.observed(W, H)
-        dC = self.data.right_rows(H, self.data.residual(Y))
+        R, before = self.observed(W, H)
+        dC = self.data.right_rows(H, R)
 
         def evaluate(trial):
             W_trial = np.ascontiguousarray(trial.T)
-            return W_trial, H, self.data.product(W_trial, H)
+            return W_trial, H, *self.observed.trial(W_trial, H)
 
         C = np.ascontiguousarray(W.T)
         return self._search(self.proj_w, C, dC, mu, before, evaluate, own_norm=True, pick=0)
@@ -174,12 +200,11 @@ class MaskedHoyerSteps(HoyerSteps):
         while True:
             projected = projector.step_rows(X, D, mu, guide, own_norm)
             if projected is not None:
-                W, H, Y = evaluate(projected)
-                after = self.data.half_squared(self.data.residual(Y))
+                W, H, R, after = evaluate(projected)
                 if after <= before:
                     if pick == 1:
                         H = projector.take()  # the same array: the buffer handed over
-                    self.observed.keep(W, H, Y, after)
+                    self.observed.keep(W, H, R, after)
                     return (W, H)[pick], mu * MU_GROWTH
             mu /= 2.0
             if not MU_MIN <= mu < np.inf:  # also ends the loop for a NaN or infinite mu
@@ -204,8 +229,7 @@ class MaskedCoefficientSteps(MaskedHoyerSteps):
         W, H = state["W"], state["H"]
         mu_h = float(state["mu_H"])
         if self.proj_h is None:
-            terms = self.data.h_update_terms(W, H, lambda: self.observed(W, H)[0])
-            H, _ = multiplicative(H, *terms)
+            H, _ = multiplicative(H, *self.data.h_terms(W, self.observed(W, H)[0]))
         else:
             H, mu_h = self._h_projected(W, H, mu_h)
             if H is None:
@@ -221,7 +245,7 @@ class MaskedEuclideanSteps(SquaredErrorSteps):
 
     def __init__(self, data, n_components):
         super().__init__(data, n_components)
-        self.observed = ObservedProducts(data)
+        self.observed = ObservedResiduals(data)
 
     def initialize(self, W, H):
         refuse_dead_components(self.name, W, H)
@@ -236,9 +260,7 @@ class MaskedEuclideanSteps(SquaredErrorSteps):
     def step(self, state):
         W0, H0 = state["W"], state["H"]
         data = self.data
-        H, row_ss = multiplicative(
-            H0, *data.h_update_terms(W0, H0, lambda: self.observed(W0, H0)[0])
-        )
-        W, _ = multiplicative(W0, *data.w_update_terms(W0, H, lambda: data.product(W0, H)))
+        H, row_ss = multiplicative(H0, *data.h_terms(W0, self.observed(W0, H0)[0]))
+        W, _ = multiplicative(W0, *data.w_terms(H, self.observed.trial(W0, H)[0]))
         _k.scale_rows_to_unit_l2(H, W, row_ss)
         return {"W": W, "H": H}, self.objective(W, H), None
