@@ -362,3 +362,18 @@ def test_a_kept_residual_survives_the_trials_after_it(V, mask):
     np.testing.assert_array_equal(again, expected)
     observed.keep(W, H, trial, 0.0)  # a kept trial: the old R becomes the spare
     assert observed.trial(W, H)[0] is R
+
+
+def test_the_multiplicative_update_never_turns_a_factor_negative():
+    # W^T (mask * W H) arrives as W^T V~ + W^T R; where the true value is 0 the
+    # sum's rounding can leave it slightly negative. The update must not
+    # divide by (negative + 1e-9) and flip the sign of X.
+    from nmfsc.solvers.masked import multiplicative
+
+    X = np.ones((2, 3))
+    numerator = np.full((2, 3), 1e-12)
+    denominator = np.array([[-4e-9, 0.0, 1.0], [1e-3, -1e-15, 2.0]])
+    out, row_ss = multiplicative(X, numerator, denominator)
+    assert (out >= 0).all()
+    np.testing.assert_allclose(out[0, 0], 1e-12 / 1e-9)
+    np.testing.assert_allclose(row_ss, (out**2).sum(axis=1))

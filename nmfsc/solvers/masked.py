@@ -112,7 +112,13 @@ class ObservedResiduals:
 
 
 def multiplicative(X, numerator, denominator):
-    """``X * numerator / (denominator + 1e-9)`` (a new array) and its rows' sums of squares."""
+    """``X * numerator / (denominator + 1e-9)`` (a new array) and its rows' sums of squares.
+
+    The denominator, W^T (mask * W H) for H, is a sum of non-negative
+    terms, but it arrives as W^T (mask * V) + W^T R, whose rounding can leave
+    a tiny negative where the true value is 0; it is clamped at 0 (in place)
+    so that X stays non-negative."""
+    np.maximum(denominator, 0.0, out=denominator)
     out = np.empty_like(X)
     row_ss = np.empty(X.shape[0])
     _k.multiplicative_update_into(X, numerator, denominator, EPS, out, row_ss)
