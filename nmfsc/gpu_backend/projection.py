@@ -35,6 +35,8 @@ size.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from nmfsc.gpu_backend.arrays import namespace, to_host
@@ -53,8 +55,28 @@ def project_rows(xp, X, l1, l2, nonneg=True):
     Float32 rows are read as they are (the passes' sums in float64), so that
     only the result is a float64 array of their size.
 
-    The threshold of each row comes from :func:`thresholds_by_passes`; the
-    rows whose passes do not settle take :func:`thresholds_by_sort`."""
+    CuPy rows are projected by the fused CUDA kernels
+    (:func:`nmfsc.gpu_backend.fused.project_rows_fused`) where Numba's CUDA
+    target is installed (:func:`fused_kernels`); otherwise, and for NumPy
+    rows, by this array code: the threshold of each row comes from
+    :func:`thresholds_by_passes`; the rows whose passes do not settle take
+    :func:`thresholds_by_sort`."""
+    if xp is not np and X.ndim == 2:
+        fused = fused_kernels()
+        if fused is not None:
+            try:
+                return fused(xp, X, l1, l2, nonneg)
+            except Exception as error:  # Numba's CUDA errors: no compiler (NVVM), driver
+                if not type(error).__module__.startswith(("numba", "cuda")):
+                    raise
+                _FUSED[0] = None
+                warnings.warn(
+                    f"the fused CUDA projection failed ({type(error).__name__}: {error}); "
+                    "projecting with CuPy array code instead (slower); "
+                    'pip install "numba-cuda[cu12]"',
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
     if X.dtype != xp.float32:  # float32 rows stay float32; their sums are float64
         X = X.astype(xp.float64, copy=False)
     count, n = X.shape
@@ -95,6 +117,30 @@ def project_rows(xp, X, l1, l2, nonneg=True):
         S[r] = xp.asarray(row)
     S = xp.where(finite[:, None], S, xp.nan)
     return S, finite
+
+
+_FUSED: list = []  # [project_rows_fused] or [None], once decided
+
+
+def fused_kernels():
+    """:func:`nmfsc.gpu_backend.fused.project_rows_fused`, or None where
+    Numba's CUDA target (``numba-cuda``, or numba's own ``numba.cuda``) is
+    missing or finds no GPU; then CuPy rows take the array code (slower:
+    about ten passes over the rows' memory per Hoyer pass, where the fused
+    kernels make one). Decided once per process; numba.cuda is imported
+    here, at the first projection of a CuPy array, never by ``import nmfsc``."""
+    if not _FUSED:
+        try:
+            with warnings.catch_warnings():  # numba's own CUDA target warns that it is deprecated
+                warnings.simplefilter("ignore", DeprecationWarning)
+                from numba import cuda
+
+                usable = cuda.is_available()
+            from nmfsc.gpu_backend.fused import project_rows_fused
+        except ImportError:
+            usable = False
+        _FUSED.append(project_rows_fused if usable else None)
+    return _FUSED[0]
 
 
 def max_passes(n):

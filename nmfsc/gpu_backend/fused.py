@@ -1,0 +1,177 @@
+r"""The projection of many rows with fused CUDA kernels: a few passes over
+the rows' memory, where the array code of
+:mod:`nmfsc.gpu_backend.projection` makes about ten per Hoyer pass.
+
+The kernels (:mod:`nmfsc.gpu_backend.cuda_kernels`, Numba CUDA) read CuPy's
+arrays in place (``__cuda_array_interface__``) and run on CuPy's current
+stream. The memory traffic of a projection of rows of n entries, b bytes
+each:
+
+- each Hoyer pass reads the rows still moving once (b n per row) and
+  writes a few float64 per (row, chunk); the first pass (threshold
+  :math:`-\infty`) also gives each row's total, norm, and whether it is
+  finite and non-negative, so the "already meets the targets" test costs
+  nothing more;
+- the norm of :math:`\max(a - \alpha, 0)`: one read of the settled rows;
+- the result: one read of every row and one float64 write.
+
+So a projection that takes P passes reads the rows P + 2 times and writes
+them once. The host reads one integer per pass (the rows still moving) to
+know when to stop. The rare rows take the array code's paths, on those
+rows only: a row whose passes do not settle gets its threshold from its
+sorted entries (:func:`~nmfsc.gpu_backend.projection.thresholds_by_sort`),
+one with no consistent support in floating point is projected by the CPU
+kernel (copied to the host and back), and a row at sparseness 1 gets
+:math:`L_2` at its first largest entry. The result is that of
+:func:`~nmfsc.gpu_backend.projection.project_rows` to rounding (the sums
+are added in another order).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nmfsc.gpu_backend import cuda_kernels as K
+from nmfsc.gpu_backend.arrays import to_host
+from nmfsc.gpu_backend.projection import max_passes, thresholds_by_sort
+from nmfsc.projection import project
+
+__all__ = ["BLOCK", "CHUNK_PER_THREAD", "layout", "project_rows_fused"]
+
+#: Threads per block, at most (fewer for short rows).
+BLOCK = 256
+#: Entries each thread reads per (row, chunk): a chunk is ``threads * 16``
+#: entries (4,096 for long rows), so a row of 10^6 takes 245 blocks.
+CHUNK_PER_THREAD = 16
+#: Threads per block of the per-row kernels.
+ROW_BLOCK = 128
+
+
+def layout(n):
+    """``(threads, chunk)`` for rows of n entries: a power of two from 32 to
+    :data:`BLOCK` threads, chunks of ``threads * CHUNK_PER_THREAD`` entries.
+    A function of n only, so a row's sums are added in the same order on
+    every launch."""
+    threads = 32
+    while threads < BLOCK and threads * CHUNK_PER_THREAD < n:
+        threads *= 2
+    return threads, threads * CHUNK_PER_THREAD
+
+
+class _Launcher:
+    """Kernels launched on CuPy's current stream with CuPy arrays viewed as
+    Numba device arrays, or (under Numba's CUDA simulator) on NumPy arrays
+    as they are."""
+
+    def __init__(self, xp):
+        from numba import cuda
+
+        self.cuda = cuda
+        self.simulated = xp is np
+        if self.simulated:
+            self.stream = 0
+        else:
+            pointer = xp.cuda.get_current_stream().ptr
+            self.stream = cuda.external_stream(pointer) if pointer else cuda.default_stream()
+
+    def view(self, array):
+        if self.simulated:
+            return array
+        return self.cuda.as_cuda_array(array, sync=False)
+
+    def __call__(self, kernel, grid, block, *args):
+        views = [self.view(a) if hasattr(a, "shape") else a for a in args]
+        kernel[grid, block, self.stream](*views)
+
+
+def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None):
+    """:func:`nmfsc.gpu_backend.projection.project_rows` by the fused
+    kernels: ``(S, finite)``, S float64 of X's shape (rows that are not
+    finite are NaN), ``finite`` a boolean per row. ``xp`` is ``cupy`` on a
+    GPU, or ``numpy`` under Numba's CUDA simulator (the tests).
+    ``threads`` and ``chunk`` override :func:`layout` (the tests use small
+    ones)."""
+    if X.dtype != xp.float32:  # float32 rows stay float32; their sums are float64
+        X = X.astype(xp.float64, copy=False)
+    X = xp.ascontiguousarray(X)
+    count, n = X.shape
+    if threads is None or chunk is None:
+        threads, chunk = layout(n)
+    chunks = -(-n // chunk)
+    kernels = K.pass_kernels(threads)
+    launch = _Launcher(xp)
+    signed = not nonneg
+    l1 = xp.ascontiguousarray(l1, dtype=xp.float64)
+    l2 = xp.ascontiguousarray(l2, dtype=xp.float64)
+    alpha = xp.full(count, -np.inf)
+    size = xp.full(count, -1, dtype=xp.int64)
+    state = xp.zeros(count, dtype=xp.int32)
+    k_part = xp.empty((count, chunks), dtype=xp.int64)
+    s1_part = xp.empty((count, chunks))
+    s2_part = xp.empty((count, chunks))
+    odd_part = xp.empty((count, chunks), dtype=xp.int64)
+    limit = max_passes(n)
+    moving = xp.zeros(limit, dtype=xp.int64)
+    grid = (count, chunks)
+    row_threads = min(ROW_BLOCK, 1 << max(count - 1, 0).bit_length())
+    row_grid = -(-count // row_threads)
+    for p in range(limit):
+        launch(
+            kernels.support_sums,
+            grid,
+            threads,
+            X,
+            signed,
+            alpha,
+            state,
+            chunk,
+            k_part,
+            s1_part,
+            s2_part,
+            odd_part,
+        )
+        launch(
+            kernels.finish_pass,
+            row_grid,
+            row_threads,
+            k_part,
+            s1_part,
+            s2_part,
+            odd_part,
+            l1,
+            l2,
+            p == 0,
+            nonneg,
+            alpha,
+            size,
+            state,
+            moving,
+            p,
+        )
+        if int(moving[p]) == 0:
+            break
+    fates = to_host(state)
+    unsettled = np.flatnonzero((fates == K.ACTIVE) | (fates == K.STUCK))
+    if unsettled.size:
+        rows = xp.asarray(unsettled)
+        A = X[rows] if nonneg else xp.abs(X[rows])
+        threshold, found = thresholds_by_sort(xp, A, l1[rows] / l2[rows])
+        alpha[rows] = xp.where(found, threshold, 0.0)
+        state[rows] = xp.where(found, K.SETTLED, K.FALLBACK).astype(xp.int32)
+        fates = to_host(state)
+    factor = xp.ones(count)
+    ss_part = xp.empty((count, chunks))
+    launch(kernels.clip_sums, grid, threads, X, signed, alpha, state, chunk, ss_part)
+    launch(kernels.finish_norm, row_grid, row_threads, ss_part, l2, state, factor)
+    S = xp.empty((count, n))
+    launch(kernels.scale, grid, threads, X, signed, alpha, factor, state, chunk, S)
+    single = np.flatnonzero(fates == K.SINGLE)
+    if single.size:
+        rows = xp.asarray(single)
+        A = X[rows] if nonneg else xp.abs(X[rows])
+        first = xp.argmax(A, axis=1)
+        value = l2[rows] * xp.where(X[rows, first] < 0, -1.0, 1.0) if signed else l2[rows]
+        S[rows, first] = value
+    for r in np.flatnonzero(fates == K.FALLBACK):
+        S[r] = xp.asarray(project(to_host(X[r]), float(l1[r]), float(l2[r]), nonneg=nonneg))
+    return S, state != K.NONFINITE
