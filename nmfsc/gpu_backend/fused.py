@@ -84,13 +84,15 @@ class _Launcher:
         kernel[grid, block, self.stream](*views)
 
 
-def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None):
+def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None, info=None):
     """:func:`nmfsc.gpu_backend.projection.project_rows` by the fused
     kernels: ``(S, finite)``, S float64 of X's shape (rows that are not
     finite are NaN), ``finite`` a boolean per row. ``xp`` is ``cupy`` on a
     GPU, or ``numpy`` under Numba's CUDA simulator (the tests).
     ``threads`` and ``chunk`` override :func:`layout` (the tests use small
-    ones)."""
+    ones). A dict ``info`` receives ``passes`` (Hoyer passes taken),
+    ``sorted`` and ``on_cpu`` (rows that took those paths): the benchmark's
+    account of the memory traffic."""
     if X.dtype != xp.float32:  # float32 rows stay float32; their sums are float64
         X = X.astype(xp.float64, copy=False)
     X = xp.ascontiguousarray(X)
@@ -150,6 +152,7 @@ def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None):
         )
         if int(moving[p]) == 0:
             break
+    passes = p + 1
     fates = to_host(state)
     unsettled = np.flatnonzero((fates == K.ACTIVE) | (fates == K.STUCK))
     if unsettled.size:
@@ -174,4 +177,8 @@ def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None):
         S[rows, first] = value
     for r in np.flatnonzero(fates == K.FALLBACK):
         S[r] = xp.asarray(project(to_host(X[r]), float(l1[r]), float(l2[r]), nonneg=nonneg))
+    if info is not None:
+        info.update(
+            passes=passes, sorted=int(unsettled.size), on_cpu=int(np.sum(fates == K.FALLBACK))
+        )
     return S, state != K.NONFINITE

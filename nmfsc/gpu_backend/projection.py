@@ -30,7 +30,11 @@ The threshold is found by passes first (:func:`thresholds_by_passes`: no
 sort, a few reductions over the rows per pass, as many passes as Hoyer's
 algorithm takes), and by the sort above only for rows whose passes do not
 settle (:func:`thresholds_by_sort`). Memory: about six arrays of the rows'
-size.
+size. On a GPU with Numba's CUDA target the same passes run as fused
+kernels (:mod:`nmfsc.gpu_backend.fused`: one read of the rows per pass,
+about ten for this array code, and the result's float64 array as the only
+array of the rows' size); this module's functions are their rare rows'
+paths and the fallback.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ import numpy as np
 from nmfsc.gpu_backend.arrays import namespace, to_host
 from nmfsc.projection import project
 
-__all__ = ["project_batch_device", "project_rows"]
+__all__ = ["fused_kernels", "project_batch_device", "project_rows", "project_rows_by_arrays"]
 
 #: The relative tolerance of "already meets the targets" (the CPU kernels').
 FEASIBLE_RTOL = 1e-13
@@ -58,9 +62,9 @@ def project_rows(xp, X, l1, l2, nonneg=True):
     CuPy rows are projected by the fused CUDA kernels
     (:func:`nmfsc.gpu_backend.fused.project_rows_fused`) where Numba's CUDA
     target is installed (:func:`fused_kernels`); otherwise, and for NumPy
-    rows, by this array code: the threshold of each row comes from
-    :func:`thresholds_by_passes`; the rows whose passes do not settle take
-    :func:`thresholds_by_sort`."""
+    rows, by the array code (:func:`project_rows_by_arrays`). Both give
+    the same projection to rounding (they add the same sums in different
+    orders)."""
     if xp is not np and X.ndim == 2:
         fused = fused_kernels()
         if fused is not None:
@@ -77,6 +81,13 @@ def project_rows(xp, X, l1, l2, nonneg=True):
                     RuntimeWarning,
                     stacklevel=2,
                 )
+    return project_rows_by_arrays(xp, X, l1, l2, nonneg)
+
+
+def project_rows_by_arrays(xp, X, l1, l2, nonneg=True):
+    """:func:`project_rows` by the array code, whatever the arrays: the
+    threshold of each row from :func:`thresholds_by_passes`, or from
+    :func:`thresholds_by_sort` where the passes do not settle."""
     if X.dtype != xp.float32:  # float32 rows stay float32; their sums are float64
         X = X.astype(xp.float64, copy=False)
     count, n = X.shape
