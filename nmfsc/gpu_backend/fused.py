@@ -45,6 +45,8 @@ BLOCK = 256
 CHUNK_PER_THREAD = 16
 #: Threads per block of the per-row kernels.
 ROW_BLOCK = 128
+#: Chunks per row, at most (CUDA's limit on a grid's y dimension).
+MAX_CHUNKS = 65_535
 
 
 def layout(n):
@@ -55,13 +57,17 @@ def layout(n):
     threads = 32
     while threads < BLOCK and threads * CHUNK_PER_THREAD < n:
         threads *= 2
-    return threads, threads * CHUNK_PER_THREAD
+    chunk = threads * CHUNK_PER_THREAD
+    if n > MAX_CHUNKS * chunk:  # a grid's second dimension holds at most 65,535 blocks
+        chunk = -(-n // (MAX_CHUNKS * threads)) * threads
+    return threads, chunk
 
 
 class _Launcher:
-    """Kernels launched on CuPy's current stream with CuPy arrays viewed as
-    Numba device arrays, or (under Numba's CUDA simulator) on NumPy arrays
-    as they are."""
+    """Kernels launched on CuPy's current stream, on CuPy arrays viewed as
+    Numba device arrays (each viewed once: a view costs host time at
+    every launch), or, under Numba's CUDA simulator, on NumPy arrays as
+    they are."""
 
     def __init__(self, xp):
         from numba import cuda
@@ -75,13 +81,13 @@ class _Launcher:
             self.stream = cuda.external_stream(pointer) if pointer else cuda.default_stream()
 
     def view(self, array):
+        """The array as the kernels take it (no copy, no synchronisation)."""
         if self.simulated:
             return array
         return self.cuda.as_cuda_array(array, sync=False)
 
     def __call__(self, kernel, grid, block, *args):
-        views = [self.view(a) if hasattr(a, "shape") else a for a in args]
-        kernel[grid, block, self.stream](*views)
+        kernel[grid, block, self.stream](*args)
 
 
 def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None, info=None):
@@ -106,48 +112,37 @@ def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None, 
     l1 = xp.ascontiguousarray(l1, dtype=xp.float64)
     l2 = xp.ascontiguousarray(l2, dtype=xp.float64)
     alpha = xp.full(count, -np.inf)
-    size = xp.full(count, -1, dtype=xp.int64)
     state = xp.zeros(count, dtype=xp.int32)
-    k_part = xp.empty((count, chunks), dtype=xp.int64)
-    s1_part = xp.empty((count, chunks))
-    s2_part = xp.empty((count, chunks))
-    odd_part = xp.empty((count, chunks), dtype=xp.int64)
     limit = max_passes(n)
     moving = xp.zeros(limit, dtype=xp.int64)
+    factor = xp.ones(count)
+    S = xp.empty((count, n))
+    # Device views of each array, made once (alpha and state are also
+    # written by CuPy below, through the arrays they view).
+    x_, l1_, l2_, alpha_, state_, moving_, factor_, s_ = map(
+        launch.view, (X, l1, l2, alpha, state, moving, factor, S)
+    )
+    size_ = launch.view(xp.full(count, -1, dtype=xp.int64))
+    parts = [launch.view(xp.empty((count, chunks), dtype=d)) for d in (xp.int64, float, float)]
+    parts.append(launch.view(xp.empty((count, chunks), dtype=xp.int64)))
     grid = (count, chunks)
     row_threads = min(ROW_BLOCK, 1 << max(count - 1, 0).bit_length())
     row_grid = -(-count // row_threads)
     for p in range(limit):
-        launch(
-            kernels.support_sums,
-            grid,
-            threads,
-            X,
-            signed,
-            alpha,
-            state,
-            chunk,
-            k_part,
-            s1_part,
-            s2_part,
-            odd_part,
-        )
+        launch(kernels.support_sums, grid, threads, x_, signed, alpha_, state_, chunk, *parts)
         launch(
             kernels.finish_pass,
             row_grid,
             row_threads,
-            k_part,
-            s1_part,
-            s2_part,
-            odd_part,
-            l1,
-            l2,
+            *parts,
+            l1_,
+            l2_,
             p == 0,
             nonneg,
-            alpha,
-            size,
-            state,
-            moving,
+            alpha_,
+            size_,
+            state_,
+            moving_,
             p,
         )
         if int(moving[p]) == 0:
@@ -162,12 +157,10 @@ def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None, 
         alpha[rows] = xp.where(found, threshold, 0.0)
         state[rows] = xp.where(found, K.SETTLED, K.FALLBACK).astype(xp.int32)
         fates = to_host(state)
-    factor = xp.ones(count)
-    ss_part = xp.empty((count, chunks))
-    launch(kernels.clip_sums, grid, threads, X, signed, alpha, state, chunk, ss_part)
-    launch(kernels.finish_norm, row_grid, row_threads, ss_part, l2, state, factor)
-    S = xp.empty((count, n))
-    launch(kernels.scale, grid, threads, X, signed, alpha, factor, state, chunk, S)
+    ss_part = parts[1]  # the S1 partials are spent: the clipped norms' partials
+    launch(kernels.clip_sums, grid, threads, x_, signed, alpha_, state_, chunk, ss_part)
+    launch(kernels.finish_norm, row_grid, row_threads, ss_part, l2_, state_, factor_)
+    launch(kernels.scale, grid, threads, x_, signed, alpha_, factor_, state_, chunk, s_)
     single = np.flatnonzero(fates == K.SINGLE)
     if single.size:
         rows = xp.asarray(single)
