@@ -42,6 +42,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from numba.core.errors import NumbaPerformanceWarning
 
 from nmfsc.gpu_backend.arrays import namespace, to_host
 from nmfsc.projection import project
@@ -69,7 +70,12 @@ def project_rows(xp, X, l1, l2, nonneg=True):
         fused = fused_kernels()
         if fused is not None:
             try:
-                return fused(xp, X, l1, l2, nonneg)
+                with warnings.catch_warnings():
+                    # Numba's launch-time notes (a small grid's "under-utilization",
+                    # its own CUDA target's deprecation) are not the user's to act on.
+                    warnings.simplefilter("ignore", NumbaPerformanceWarning)
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    return fused(xp, X, l1, l2, nonneg)
             except Exception as error:  # Numba's CUDA errors: no compiler (NVVM), driver
                 if not type(error).__module__.startswith(("numba", "cuda")):
                     raise
