@@ -44,7 +44,7 @@ def test_kernels_pass_under_the_simulator():
         cwd=os.path.dirname(HERE),
     )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    assert "7 passed, 1 skipped" in out.stdout, out.stdout[-2000:]
+    assert "8 passed, 1 skipped" in out.stdout, out.stdout[-2000:]
 
 
 def reference_partials(A, alpha, signed, threads=THREADS, chunk=CHUNK):
@@ -108,6 +108,8 @@ def hard_rows(n, dtype, signed):
 @in_simulator
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_support_sums_equal_a_reference_in_the_same_order(dtype):
+    """The partials of a pass equal the reference's bits, read from the
+    rows (A) or from the support a pass before kept (B, the later passes)."""
     from nmfsc.gpu_backend.cuda_kernels import pass_kernels
 
     rng = np.random.default_rng(1)
@@ -115,14 +117,45 @@ def test_support_sums_equal_a_reference_in_the_same_order(dtype):
     X[3, 10] = np.nan
     X[4] = np.round(X[4], 1)
     alpha = np.array([-np.inf, 0.0, 0.5, -0.2, 0.3])
+    higher = np.array([0.1, 0.2, 0.5, 0.4, 0.8])  # the next pass's thresholds
     state = np.zeros(5, dtype=np.int32)
+    chunks = -(-300 // CHUNK)
+    kernels = pass_kernels(THREADS)
     for signed in (False, True):
-        chunks = -(-300 // CHUNK)
+        B = np.full_like(X, np.nan)
+        kept = np.zeros((5, chunks, THREADS), dtype=np.int32)
+        from_a = np.ones(5, dtype=np.int32)
+        for write in (False, True):  # the first pass keeps nothing, the next ones do
+            got = [np.zeros((5, chunks), dtype=d) for d in (np.int64, float, float, np.int64)]
+            sums = kernels.support_sums[(5, chunks), THREADS]
+            sums(X, B, kept, from_a, write, signed, alpha, state, CHUNK, *got)
+            for g, want in zip(got, reference_partials(X, alpha, signed), strict=True):
+                np.testing.assert_array_equal(g, want)
+        assert kept.sum() == reference_partials(X, alpha, signed)[0].sum()
+        from_a[:] = 0
         got = [np.zeros((5, chunks), dtype=d) for d in (np.int64, float, float, np.int64)]
-        kernels = pass_kernels(THREADS)
-        kernels.support_sums[(5, chunks), THREADS](X, signed, alpha, state, CHUNK, *got)
-        for g, want in zip(got, reference_partials(X, alpha, signed), strict=True):
+        sums(X, B, kept, from_a, True, signed, higher, state, CHUNK, *got)
+        for g, want in zip(got[:3], reference_partials(X, higher, signed)[:3], strict=True):
             np.testing.assert_array_equal(g, want)
+        assert kept.sum() == reference_partials(X, higher, signed)[0].sum()
+
+
+@in_simulator
+def test_a_pass_reads_the_rows_again_where_its_threshold_fell():
+    """finish_pass: a row whose next threshold is below this pass's (by
+    rounding) reads the rows next time, not the support kept in B."""
+    from nmfsc.gpu_backend.cuda_kernels import ACTIVE, pass_kernels
+
+    count = np.array([[4], [4]], dtype=np.int64)
+    s1, s2 = np.array([[4.0], [8.0]]), np.array([[4.0], [20.0]])
+    odd = np.zeros((2, 1), dtype=np.int64)
+    alpha = np.array([5.0, -np.inf])  # row 0: ones with a threshold 5 above them
+    size, state = np.full(2, -1), np.full(2, ACTIVE, dtype=np.int32)
+    moving, from_a = np.zeros(3, dtype=np.int64), np.array([0, 1], dtype=np.int32)
+    l1, l2 = np.full(2, 1.5), np.ones(2)
+    finish = pass_kernels(THREADS).finish_pass[1, 2]
+    finish(count, s1, s2, odd, l1, l2, False, True, alpha, size, state, moving, 1, from_a)
+    assert from_a.tolist() == [1, 0] and alpha[0] < 5.0 and moving[1] == 2
 
 
 @in_simulator

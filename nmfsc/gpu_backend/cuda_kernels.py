@@ -77,7 +77,9 @@ def pass_kernels(threads):
         raise ValueError(f"threads must be a power of two, got {threads}")
 
     @cuda.jit
-    def support_sums(A, signed, alpha, state, chunk, count_out, s1_out, s2_out, odd_out):
+    def support_sums(
+        A, B, kept, from_a, write, signed, alpha, state, chunk, count_out, s1_out, s2_out, odd_out
+    ):
         r = cuda.blockIdx.x
         c = cuda.blockIdx.y
         t = cuda.threadIdx.x
@@ -91,20 +93,36 @@ def pass_kernels(threads):
         s1 = 0.0
         s2 = 0.0
         odd = 0
-        i = start + t
-        while i < end:
-            x = float64(A[r, i])
-            if signed:
-                x = abs(x)
-            if x > level:
-                k += 1
-                s1 += x
-                s2 += x * x
-            if not math.isfinite(x):
-                odd += NOT_FINITE
-            elif x < 0:
-                odd += 1
-            i += threads
+        w = 0  # the support's entries this thread keeps in B (its slots, in order)
+        if from_a[r]:
+            i = start + t
+            while i < end:
+                x = float64(A[r, i])
+                if signed:
+                    x = abs(x)
+                if x > level:
+                    k += 1
+                    s1 += x
+                    s2 += x * x
+                    if write:
+                        B[r, start + t + w * threads] = x
+                        w += 1
+                if not math.isfinite(x):
+                    odd += NOT_FINITE
+                elif x < 0:
+                    odd += 1
+                i += threads
+        else:  # B holds the last support: this thread's entries of it, in A's order
+            for j in range(kept[r, c, t]):
+                x = float64(B[r, start + t + j * threads])
+                if x > level:
+                    k += 1
+                    s1 += x
+                    s2 += x * x
+                    B[r, start + t + w * threads] = x  # w <= j: in place
+                    w += 1
+        if write or not from_a[r]:
+            kept[r, c, t] = w
         shared_k = cuda.shared.array(threads, int64)
         shared_s1 = cuda.shared.array(threads, float64)
         shared_s2 = cuda.shared.array(threads, float64)
@@ -131,7 +149,20 @@ def pass_kernels(threads):
 
     @cuda.jit
     def finish_pass(
-        count_in, s1_in, s2_in, odd_in, l1, l2, first, nonneg, alpha, size, state, moving, p
+        count_in,
+        s1_in,
+        s2_in,
+        odd_in,
+        l1,
+        l2,
+        first,
+        nonneg,
+        alpha,
+        size,
+        state,
+        moving,
+        p,
+        from_a,
     ):
         r = cuda.grid(1)
         if r >= state.shape[0] or state[r] != ACTIVE:
@@ -170,6 +201,10 @@ def pass_kernels(threads):
         if not math.isfinite(new):
             state[r] = STUCK
             return
+        # B keeps the entries above the pass's threshold: the next pass may
+        # read it where its threshold is not lower (always, but for rounding).
+        if not first:
+            from_a[r] = 0 if new >= alpha[r] else 1
         alpha[r] = new
         if k == size[r]:
             state[r] = SETTLED
@@ -178,7 +213,7 @@ def pass_kernels(threads):
         cuda.atomic.add(moving, p, 1)
 
     @cuda.jit
-    def clip_sums(A, signed, alpha, state, chunk, ss_out):
+    def clip_sums(A, B, kept, from_a, signed, alpha, state, chunk, ss_out):
         r = cuda.blockIdx.x
         c = cuda.blockIdx.y
         t = cuda.threadIdx.x
@@ -189,15 +224,21 @@ def pass_kernels(threads):
         end = min(start + chunk, n)
         level = alpha[r]
         ss = 0.0
-        i = start + t
-        while i < end:
-            x = float64(A[r, i])
-            if signed:
-                x = abs(x)
-            z = x - level
-            if z > 0:
-                ss += z * z
-            i += threads
+        if from_a[r]:
+            i = start + t
+            while i < end:
+                x = float64(A[r, i])
+                if signed:
+                    x = abs(x)
+                z = x - level
+                if z > 0:
+                    ss += z * z
+                i += threads
+        else:  # the entries above the threshold are among B's, in A's order
+            for j in range(kept[r, c, t]):
+                z = float64(B[r, start + t + j * threads]) - level
+                if z > 0:
+                    ss += z * z
         shared = cuda.shared.array(threads, float64)
         shared[t] = ss
         cuda.syncthreads()

@@ -123,13 +123,34 @@ def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None, 
         launch.view, (X, l1, l2, alpha, state, moving, factor, S)
     )
     size_ = launch.view(xp.full(count, -1, dtype=xp.int64))
+    # The support's entries, kept by each thread in its own slots of its
+    # chunk, so that later passes read only them (the support shrinks).
+    from_a = xp.ones(count, dtype=xp.int32)
+    b_, kept_, from_a_ = map(
+        launch.view,
+        (xp.empty_like(X), xp.zeros((count, chunks, threads), dtype=xp.int32), from_a),
+    )
     parts = [launch.view(xp.empty((count, chunks), dtype=d)) for d in (xp.int64, float, float)]
     parts.append(launch.view(xp.empty((count, chunks), dtype=xp.int64)))
     grid = (count, chunks)
     row_threads = min(ROW_BLOCK, 1 << max(count - 1, 0).bit_length())
     row_grid = -(-count // row_threads)
     for p in range(limit):
-        launch(kernels.support_sums, grid, threads, x_, signed, alpha_, state_, chunk, *parts)
+        launch(
+            kernels.support_sums,
+            grid,
+            threads,
+            x_,
+            b_,
+            kept_,
+            from_a_,
+            p > 0,
+            signed,
+            alpha_,
+            state_,
+            chunk,
+            *parts,
+        )
         launch(
             kernels.finish_pass,
             row_grid,
@@ -144,6 +165,7 @@ def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None, 
             state_,
             moving_,
             p,
+            from_a_,
         )
         if int(moving[p]) == 0:
             break
@@ -156,9 +178,23 @@ def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None, 
         threshold, found = thresholds_by_sort(xp, A, l1[rows] / l2[rows])
         alpha[rows] = xp.where(found, threshold, 0.0)
         state[rows] = xp.where(found, K.SETTLED, K.FALLBACK).astype(xp.int32)
+        from_a[rows] = 1  # B holds the last pass's support, not the sort's
         fates = to_host(state)
     ss_part = parts[1]  # the S1 partials are spent: the clipped norms' partials
-    launch(kernels.clip_sums, grid, threads, x_, signed, alpha_, state_, chunk, ss_part)
+    launch(
+        kernels.clip_sums,
+        grid,
+        threads,
+        x_,
+        b_,
+        kept_,
+        from_a_,
+        signed,
+        alpha_,
+        state_,
+        chunk,
+        ss_part,
+    )
     launch(kernels.finish_norm, row_grid, row_threads, ss_part, l2_, state_, factor_)
     launch(kernels.scale, grid, threads, x_, signed, alpha_, factor_, state_, chunk, s_)
     single = np.flatnonzero(fates == K.SINGLE)
