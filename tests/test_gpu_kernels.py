@@ -214,6 +214,12 @@ def test_same_bits_on_every_launch():
 
     X = np.abs(np.random.default_rng(3).standard_normal((4, 300))) ** 3
     l1 = np.array([l1_for_sparseness(s, 300) for s in (0.2, 0.5, 0.8, 0.95)])
-    first, _ = project_rows_fused(np, X, l1, np.ones(4), threads=THREADS, chunk=CHUNK)
+    info = {}
+    first, _ = project_rows_fused(np, X, l1, np.ones(4), threads=THREADS, chunk=CHUNK, info=info)
     again, _ = project_rows_fused(np, X, l1, np.ones(4), threads=THREADS, chunk=CHUNK)
     np.testing.assert_array_equal(first, again)
+    # Two whole reads (the first pass and the one that keeps the support),
+    # then only the kept entries: less than a read of the rows per pass.
+    assert info["passes"] > 3 and info["sorted"] == info["on_cpu"] == 0
+    assert 2 * X.size < info["read"] < info["passes"] * X.size
+    assert info["written"] < info["read"] - 2 * X.size + X.size

@@ -4,19 +4,27 @@ the rows' memory, where the array code of
 
 The kernels (:mod:`nmfsc.gpu_backend.cuda_kernels`, Numba CUDA) read CuPy's
 arrays in place (``__cuda_array_interface__``) and run on CuPy's current
-stream. The memory traffic of a projection of rows of n entries, b bytes
-each:
+stream. The memory traffic, in whole passes over the rows (n entries
+each), of a projection that takes P passes whose supports are
+:math:`k_1 > k_2 > \dots` entries:
 
-- each Hoyer pass reads the rows still moving once (b n per row) and
-  writes a few float64 per (row, chunk); the first pass (threshold
-  :math:`-\infty`) also gives each row's total, norm, and whether it is
-  finite and non-negative, so the "already meets the targets" test costs
-  nothing more;
-- the norm of :math:`\max(a - \alpha, 0)`: one read of the settled rows;
+- the first pass (threshold :math:`-\infty`) reads the rows once; it also
+  gives each row's total, norm, and whether it is finite and
+  non-negative, so the "already meets the targets" test costs nothing
+  more;
+- the second reads them once more and keeps its support's entries in a
+  buffer B of the rows' size (each thread its own slots, in the rows'
+  order); every later pass reads only the entries B kept and keeps its
+  own support among them, in place: :math:`k_{p-1} + k_p` entries. The
+  support only shrinks, so nothing is lost (a row whose threshold falls,
+  by rounding, reads the rows again);
+- the norm of :math:`\max(a - \alpha, 0)` reads B's last support;
 - the result: one read of every row and one float64 write.
 
-So a projection that takes P passes reads the rows P + 2 times and writes
-them once. The host reads one integer per pass (the rows still moving) to
+So about :math:`4 + 2 \sum_p k_p / n` passes, where the array code makes
+about ten per Hoyer pass. Every sum is the same, added in the same order,
+as if each pass read the whole rows.
+The host reads one integer per pass (the rows still moving) to
 know when to stop. The rare rows take the array code's paths, on those
 rows only: a row whose passes do not settle gets its threshold from its
 sorted entries (:func:`~nmfsc.gpu_backend.projection.thresholds_by_sort`),
@@ -97,8 +105,9 @@ def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None, 
     GPU, or ``numpy`` under Numba's CUDA simulator (the tests).
     ``threads`` and ``chunk`` override :func:`layout` (the tests use small
     ones). A dict ``info`` receives ``passes`` (Hoyer passes taken),
-    ``sorted`` and ``on_cpu`` (rows that took those paths): the benchmark's
-    account of the memory traffic."""
+    ``sorted`` and ``on_cpu`` (rows that took those paths), ``read`` and
+    ``written`` (entries the passes read and kept): the benchmark's account
+    of the memory traffic (counting them costs time: not for timed calls)."""
     if X.dtype != xp.float32:  # float32 rows stay float32; their sums are float64
         X = X.astype(xp.float64, copy=False)
     X = xp.ascontiguousarray(X)
@@ -126,16 +135,19 @@ def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None, 
     # The support's entries, kept by each thread in its own slots of its
     # chunk, so that later passes read only them (the support shrinks).
     from_a = xp.ones(count, dtype=xp.int32)
-    b_, kept_, from_a_ = map(
-        launch.view,
-        (xp.empty_like(X), xp.zeros((count, chunks, threads), dtype=xp.int32), from_a),
-    )
+    kept = xp.zeros((count, chunks, threads), dtype=xp.int32)
+    b_, kept_, from_a_ = map(launch.view, (xp.empty_like(X), kept, from_a))
+    traffic = [0, 0]  # entries read and written by the passes (only with ``info``)
     parts = [launch.view(xp.empty((count, chunks), dtype=d)) for d in (xp.int64, float, float)]
     parts.append(launch.view(xp.empty((count, chunks), dtype=xp.int64)))
     grid = (count, chunks)
     row_threads = min(ROW_BLOCK, 1 << max(count - 1, 0).bit_length())
     row_grid = -(-count // row_threads)
     for p in range(limit):
+        if info is not None:
+            active = state == K.ACTIVE
+            in_b = kept.sum(axis=(1, 2))
+            traffic[0] += int(xp.sum(xp.where(active, xp.where(from_a == 1, n, in_b), 0)))
         launch(
             kernels.support_sums,
             grid,
@@ -167,6 +179,8 @@ def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None, 
             p,
             from_a_,
         )
+        if info is not None and p > 0:
+            traffic[1] += int(xp.sum(xp.where(active, kept.sum(axis=(1, 2)), 0)))
         if int(moving[p]) == 0:
             break
     passes = p + 1
@@ -208,6 +222,10 @@ def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None, 
         S[r] = xp.asarray(project(to_host(X[r]), float(l1[r]), float(l2[r]), nonneg=nonneg))
     if info is not None:
         info.update(
-            passes=passes, sorted=int(unsettled.size), on_cpu=int(np.sum(fates == K.FALLBACK))
+            passes=passes,
+            sorted=int(unsettled.size),
+            on_cpu=int(np.sum(fates == K.FALLBACK)),
+            read=traffic[0],
+            written=traffic[1],
         )
     return S, state != K.NONFINITE
