@@ -108,6 +108,15 @@ def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None, 
     ``sorted`` and ``on_cpu`` (rows that took those paths), ``read`` and
     ``written`` (entries the passes read and kept): the benchmark's account
     of the memory traffic (counting them costs time: not for timed calls)."""
+    if xp is np:
+        return _project_rows(xp, X, l1, l2, nonneg, threads, chunk, info)
+    from numba import cuda
+
+    with cuda.gpus[X.device.id]:  # Numba's context on CuPy's array's GPU
+        return _project_rows(xp, X, l1, l2, nonneg, threads, chunk, info)
+
+
+def _project_rows(xp, X, l1, l2, nonneg, threads, chunk, info):
     if X.dtype != xp.float32:  # float32 rows stay float32; their sums are float64
         X = X.astype(xp.float64, copy=False)
     X = xp.ascontiguousarray(X)
