@@ -76,6 +76,20 @@ def pass_kernels(threads):
     if threads < 1 or threads & (threads - 1):
         raise ValueError(f"threads must be a power of two, got {threads}")
 
+    @cuda.jit(device=True)
+    def tree_sum(shared, t, value):
+        """The block's sum of ``value``: thread t adds thread t + h's, for
+        h = threads/2, ..., 1 (a fixed order), in the shared array."""
+        shared[t] = value
+        cuda.syncthreads()
+        half = threads // 2
+        while half > 0:
+            if t < half:
+                shared[t] += shared[t + half]
+            cuda.syncthreads()
+            half //= 2
+        return shared[0]
+
     @cuda.jit
     def support_sums(
         A, B, kept, from_a, write, signed, alpha, state, chunk, count_out, s1_out, s2_out, odd_out
@@ -123,29 +137,15 @@ def pass_kernels(threads):
                     w += 1
         if write or not from_a[r]:
             kept[r, c, t] = w
-        shared_k = cuda.shared.array(threads, int64)
-        shared_s1 = cuda.shared.array(threads, float64)
-        shared_s2 = cuda.shared.array(threads, float64)
-        shared_odd = cuda.shared.array(threads, int64)
-        shared_k[t] = k
-        shared_s1[t] = s1
-        shared_s2[t] = s2
-        shared_odd[t] = odd
-        cuda.syncthreads()
-        half = threads // 2
-        while half > 0:
-            if t < half:
-                shared_k[t] += shared_k[t + half]
-                shared_s1[t] += shared_s1[t + half]
-                shared_s2[t] += shared_s2[t + half]
-                shared_odd[t] += shared_odd[t + half]
-            cuda.syncthreads()
-            half //= 2
+        k = tree_sum(cuda.shared.array(threads, int64), t, k)
+        s1 = tree_sum(cuda.shared.array(threads, float64), t, s1)
+        s2 = tree_sum(cuda.shared.array(threads, float64), t, s2)
+        odd = tree_sum(cuda.shared.array(threads, int64), t, odd)
         if t == 0:
-            count_out[r, c] = shared_k[0]
-            s1_out[r, c] = shared_s1[0]
-            s2_out[r, c] = shared_s2[0]
-            odd_out[r, c] = shared_odd[0]
+            count_out[r, c] = k
+            s1_out[r, c] = s1
+            s2_out[r, c] = s2
+            odd_out[r, c] = odd
 
     @cuda.jit
     def finish_pass(
@@ -239,17 +239,9 @@ def pass_kernels(threads):
                 z = float64(B[r, start + t + j * threads]) - level
                 if z > 0:
                     ss += z * z
-        shared = cuda.shared.array(threads, float64)
-        shared[t] = ss
-        cuda.syncthreads()
-        half = threads // 2
-        while half > 0:
-            if t < half:
-                shared[t] += shared[t + half]
-            cuda.syncthreads()
-            half //= 2
+        ss = tree_sum(cuda.shared.array(threads, float64), t, ss)
         if t == 0:
-            ss_out[r, c] = shared[0]
+            ss_out[r, c] = ss
 
     @cuda.jit
     def finish_norm(ss_in, l2, state, factor):
