@@ -40,6 +40,7 @@ import time
 import warnings
 
 import numpy as np
+from numba.core.errors import NumbaPerformanceWarning
 
 from nmfsc import ConvergenceWarning, l1_for_sparseness, nmf_sc
 from nmfsc.gpu_backend.projection import fused_kernels, project_rows, project_rows_by_arrays
@@ -190,6 +191,7 @@ def main(argv=None):
     pass_s = best_seconds(lambda: float(trial.sum()), sync)
     fused = None if xp is np else fused_kernels()
     if fused is not None:
+        warnings.simplefilter("ignore", NumbaPerformanceWarning)  # small grids: as project_rows
         info: dict = {}
         fused(xp, trial, l1s, ones, info=info)
         fused_s = best_seconds(lambda: fused(xp, trial, l1s, ones), sync)
