@@ -31,7 +31,7 @@ moving is an atomic integer counter, which is exact.)
 
 ``a`` is x, or :math:`|x|` when ``signed``; float32 entries are read as
 float64, so every sum is float64. These are the formulas and order of
-:func:`nmfsc.gpu_backend.projection.thresholds_by_passes`, whose array code
+:func:`nmfsc.gpu_backend.thresholds.thresholds_by_passes`, whose array code
 the tests hold them to (under Numba's CUDA simulator).
 
 Importing this module imports ``numba.cuda``; only

@@ -27,7 +27,7 @@ as if each pass read the whole rows.
 The host reads one integer per pass (the rows still moving) to
 know when to stop. The rare rows take the array code's paths, on those
 rows only: a row whose passes do not settle gets its threshold from its
-sorted entries (:func:`~nmfsc.gpu_backend.projection.thresholds_by_sort`),
+sorted entries (:func:`~nmfsc.gpu_backend.thresholds.thresholds_by_sort`),
 one with no consistent support in floating point is projected by the CPU
 kernel (copied to the host and back), and a row at sparseness 1 gets
 :math:`L_2` at its first largest entry. The result is that of
@@ -41,7 +41,7 @@ import numpy as np
 
 from nmfsc.gpu_backend import cuda_kernels as K
 from nmfsc.gpu_backend.arrays import to_host
-from nmfsc.gpu_backend.projection import max_passes, thresholds_by_sort
+from nmfsc.gpu_backend.thresholds import max_passes, thresholds_by_sort
 from nmfsc.projection import project
 
 __all__ = ["BLOCK", "CHUNK_PER_THREAD", "layout", "project_rows_fused"]

@@ -26,15 +26,15 @@ projected by the CPU kernel itself, one row copied to the host and back,
 so that ties are broken by index exactly as there. A row that already
 meets the targets (to 1e-13) is returned as it is, as by the CPU kernels.
 
-The threshold is found by passes first (:func:`thresholds_by_passes`: no
-sort, a few reductions over the rows per pass, as many passes as Hoyer's
-algorithm takes), and by the sort above only for rows whose passes do not
-settle (:func:`thresholds_by_sort`). Memory: about six arrays of the rows'
-size. On a GPU with Numba's CUDA target the same passes run as fused
-kernels (:mod:`nmfsc.gpu_backend.fused`: one read of the rows per pass,
-about ten for this array code, and the result's float64 array as the only
-array of the rows' size); this module's functions are their rare rows'
-paths and the fallback.
+The threshold is found by passes first
+(:func:`~nmfsc.gpu_backend.thresholds.thresholds_by_passes`: no sort, a
+few reductions over the rows per pass, as many passes as Hoyer's algorithm
+takes), and by the sort above only for rows whose passes do not settle
+(:func:`~nmfsc.gpu_backend.thresholds.thresholds_by_sort`). Memory: about
+six arrays of the rows' size. On a GPU with Numba's CUDA target the same
+passes run as fused kernels (:mod:`nmfsc.gpu_backend.fused`: at most one
+read of the rows per pass, where this array code makes about ten); this
+module's array code is their rare rows' paths and their fallback.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ import numpy as np
 from numba.core.errors import NumbaPerformanceWarning
 
 from nmfsc.gpu_backend.arrays import namespace, to_host
+from nmfsc.gpu_backend.thresholds import max_passes, thresholds_by_passes, thresholds_by_sort
 from nmfsc.projection import project
 
 __all__ = ["fused_kernels", "project_batch_device", "project_rows", "project_rows_by_arrays"]
@@ -158,73 +159,6 @@ def fused_kernels():
             usable = False
         _FUSED.append(project_rows_fused if usable else None)
     return _FUSED[0]
-
-
-def max_passes(n):
-    """The passes :func:`thresholds_by_passes` may take (as the CPU kernels' filter)."""
-    return 2 * int(np.ceil(np.log2(max(n, 2)))) + 8
-
-
-def thresholds_by_passes(xp, A, rho, limit):
-    """Each row's threshold by Hoyer's passes, on all rows at once.
-
-    Start from the whole row as the support; each pass takes the support's
-    count k and sums S1, S2 (one reduction over the rows), sets the
-    threshold to the closed form of that support, and keeps the entries above
-    it. The support only shrinks; a row is done when it no longer changes
-    (the threshold is then the exact one of a consistent support). Returns
-    ``(threshold, found)``; rows not settled within ``limit`` passes, or
-    left with no room (k <= rho^2), are not found."""
-    count = A.shape[0]
-    alpha = xp.full(count, -xp.inf)
-    size = xp.full(count, -1, dtype=xp.int64)  # the last pass's support size
-    found = xp.zeros(count, dtype=bool)
-    for _ in range(limit):
-        Z = xp.where(A > alpha[:, None], A, 0.0)
-        k = xp.count_nonzero(A > alpha[:, None], axis=1)
-        S1 = Z.sum(axis=1, dtype=xp.float64)
-        if Z.dtype == xp.float64:
-            S2 = xp.einsum("ij,ij->i", Z, Z)
-        else:
-            S2 = xp.sum(Z * Z, axis=1, dtype=xp.float64)
-        kf = k.astype(xp.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            room = kf * (kf - rho * rho)
-            centred = xp.maximum(S2 - S1 * S1 / kf, 0.0)
-            new = S1 / kf - rho * xp.sqrt(centred / room)
-        settled = (k == size) & (room > 0) & xp.isfinite(new)
-        found = settled
-        if bool(settled.all()):
-            alpha = new
-            break
-        alpha = xp.where(room > 0, new, alpha)
-        size = k
-    # A settled row's threshold is that of its final support (the last pass's).
-    return xp.where(found, alpha, 0.0), found
-
-
-def thresholds_by_sort(xp, A, rho):
-    """Each row's threshold from its sorted entries (module docstring):
-    ``(threshold, found)``; rows with no consistent support are not found."""
-    count, n = A.shape
-    A = A.astype(xp.float64, copy=False)
-    rho = rho[:, None]
-    Y = -xp.sort(-A, axis=1)
-    S1 = xp.cumsum(Y, axis=1)
-    S2 = xp.cumsum(Y * Y, axis=1)
-    k = xp.arange(1, n + 1, dtype=xp.float64)[None, :]
-    room = k * (k - rho * rho)
-    centred = xp.maximum(S2 - S1 * S1 / k, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        alpha = S1 / k - rho * xp.sqrt(centred / room)
-        below = xp.concatenate([Y[:, 1:], xp.full((count, 1), -xp.inf)], axis=1)
-        valid = (room > 0) & (alpha < Y) & (alpha >= below) & xp.isfinite(alpha)
-        # <z, y> / ||z|| with z = y - alpha on the support: closeness to x.
-        norm2 = S2 - 2.0 * alpha * S1 + k * alpha * alpha
-        score = xp.where(valid & (norm2 > 0), (S2 - alpha * S1) / xp.sqrt(norm2), -xp.inf)
-    best = xp.argmax(score, axis=1)
-    found = xp.take_along_axis(valid, best[:, None], axis=1)[:, 0]
-    return xp.take_along_axis(alpha, best[:, None], axis=1)[:, 0], found
 
 
 def project_batch_device(X, l1, l2, axis, nonneg, method, return_passes):
