@@ -34,6 +34,7 @@ EPS = np.finfo(np.float64).eps
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+@pytest.mark.slow  # about a minute: the simulator runs every thread as a Python thread
 @pytest.mark.skipif(SIMULATED, reason="this is the simulator's own run")
 def test_kernels_pass_under_the_simulator():
     out = subprocess.run(
