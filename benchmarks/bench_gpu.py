@@ -14,7 +14,9 @@ Prints every number issue 33's GPU targets name, measured in one process:
   trial's H H^T and V H^T, each once: what one iteration with one line
   search trial multiplies);
 - the projection of H's 72 rows of T entries on the GPU against one pass
-  over them (a sum);
+  over them (a sum): by the fused Numba CUDA kernels (what ``nmf_sc`` uses
+  where Numba's CUDA target is installed), with the Hoyer passes they took,
+  and by the array code (CuPy operations, the fallback) in the same run;
 - float32 against float64 on the GPU (seconds per iteration).
 
 V is random (|N(0, 1)|, scaled to max 1, so no scaled copy is made), or
@@ -38,9 +40,10 @@ import time
 import warnings
 
 import numpy as np
+from numba.core.errors import NumbaPerformanceWarning
 
 from nmfsc import ConvergenceWarning, l1_for_sparseness, nmf_sc
-from nmfsc.gpu_backend.projection import project_rows
+from nmfsc.gpu_backend.projection import fused_kernels, project_rows, project_rows_by_arrays
 from nmfsc.gpu_backend.run import run_on_device
 from nmfsc.solvers.framework import LoopSettings
 from nmfsc.solvers.hoyer import HoyerSteps
@@ -182,8 +185,32 @@ def main(argv=None):
     l1 = l1_for_sparseness(args.sparseness_h, T)
     ones = xp.ones(M)
     trial = H + 0.01 * xp.asarray(rng.random((M, T)))
-    projection_s = best_seconds(lambda: project_rows(xp, trial, l1 * ones, ones), sync)
+    l1s = l1 * ones
+    projection_s = best_seconds(lambda: project_rows(xp, trial, l1s, ones), sync)
+    array_code_s = best_seconds(lambda: project_rows_by_arrays(xp, trial, l1s, ones), sync, 3)
     pass_s = best_seconds(lambda: float(trial.sum()), sync)
+    fused = None if xp is np else fused_kernels()
+    if fused is not None:
+        warnings.simplefilter("ignore", NumbaPerformanceWarning)  # small grids: as project_rows
+        info: dict = {}
+        fused(xp, trial, l1s, ones, info=info)
+        fused_s = best_seconds(lambda: fused(xp, trial, l1s, ones), sync)
+        how = (
+            f"fused kernels, {info['passes']} Hoyer passes, {info['sorted']} rows sorted, "
+            f"{info['on_cpu']} on the CPU"
+        )
+        # The passes' reads and writes (entries), the result's read and write
+        # (float64), in whole passes over the rows (the norm's read of the last
+        # support is left out: a few per cent of a pass).
+        read, kept = info["read"] / trial.size, info["written"] / trial.size
+        floor = read + kept + 1 + 8 / trial.dtype.itemsize
+        fused_note = (
+            f"The fused projection's memory traffic is {floor:.1f} passes' worth (its passes "
+            f"read {read:.2f} passes' worth of entries and kept {kept:.2f})"
+        )
+    else:
+        fused_s = np.nan
+        how = "array code: Numba's CUDA target is missing" if xp is not np else "--numpy"
 
     print("| what | seconds |")
     print("|---|---|")
@@ -196,12 +223,22 @@ def main(argv=None):
     print(
         f"| the iteration's products alone, GPU (W^T V, W^T W H, H H^T, V H^T) | {products_s:.4f} |"
     )
-    print(f"| projection of H's {M} rows of {T}, GPU | {projection_s:.4f} |")
+    print(
+        f"| projection of H's {M} rows of {T}, GPU, as nmf_sc does it ({how}) "
+        f"| {projection_s:.5f} |"
+    )
+    print(f"| the same, fused kernels | {'not run' if fused is None else f'{fused_s:.5f}'} |")
+    print(f"| the same, array code (the fallback) | {array_code_s:.5f} |")
     print(f"| one pass over them (a sum), GPU | {pass_s:.5f} |")
     print(
         f"\nObjective histories, GPU vs CPU over {common - 1} iterations: "
         f"max relative gap {gap:.1e}."
     )
+    if fused is not None:
+        print(
+            fused_note + f": it took {fused_s / pass_s:.1f} passes' time; "
+            f"the array code {array_code_s / pass_s:.1f}."
+        )
     print(
         "Line search trials are in the iteration's time; "
         f"CPU start to end: {cpu.times[-1]:.1f} s.\n"

@@ -208,11 +208,12 @@ def test_the_backend_is_registered_and_named_in_the_table():
     assert gpu_rows == {("nmf_sc", "hoyer"), ("nmf_euclidean", None)}
 
 
-def test_import_nmfsc_does_not_import_cupy():
+def test_import_nmfsc_does_not_import_cupy_or_numba_cuda():
     code = (
         "import sys, numpy as np, nmfsc\n"
         "nmfsc.project(np.arange(1.0, 5.0), 1.5, 1.0)\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('cupy', 'numba_cuda')))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('cupy', 'numba_cuda')\n"
+        "    or m.startswith('numba.cuda')))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
@@ -325,3 +326,71 @@ def test_public_solvers_reach_the_backend_through_the_seam(V, monkeypatch):
     assert len(calls) == 2  # both runs were DeviceRuns
     with pytest.raises(ValueError, match="solver='hoyer'"):
         nmf_sc(V, 3, sparseness_h=0.7, solver="accelerated")
+
+
+class _NotNumpy:
+    """NumPy under another name: the array code's ``xp`` for a CuPy array."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+def test_device_rows_take_the_fused_kernels_else_the_array_code(monkeypatch):
+    """project_rows hands CuPy rows to the fused kernels where Numba's CUDA
+    target is there; when they fail (no compiler) it says so once and
+    projects with the array code from then on."""
+    from nmfsc.gpu_backend import projection
+
+    X = np.abs(np.random.default_rng(6).standard_normal((3, 50)))
+    l1, l2 = np.full(3, l1_for_sparseness(0.6, 50)), np.ones(3)
+    want, _ = project_rows(np, X, l1, l2)
+    calls = []
+    monkeypatch.setattr(projection, "_FUSED", [lambda *args: calls.append(args) or "fused"])
+    assert project_rows(_NotNumpy(), X, l1, l2) == "fused" and len(calls) == 1
+    assert project_rows(np, X, l1, l2)[0] is not None and len(calls) == 1  # NumPy: array code
+
+    NvvmSupportError = type("NvvmSupportError", (Exception,), {"__module__": "numba.cuda.cudadrv"})
+
+    def no_compiler(*args):
+        raise NvvmSupportError("libNVVM cannot be found")
+
+    monkeypatch.setattr(projection, "_FUSED", [no_compiler])
+    with pytest.warns(RuntimeWarning, match=r"fused CUDA projection failed \(NvvmSupportError"):
+        S, finite = project_rows(_NotNumpy(), X, l1, l2)
+    np.testing.assert_array_equal(S, want)
+    assert projection._FUSED == [None]
+    np.testing.assert_array_equal(project_rows(_NotNumpy(), X, l1, l2)[0], want)  # no warning
+
+    def bug(*args):
+        raise IndexError("a bug, not a missing compiler")
+
+    monkeypatch.setattr(projection, "_FUSED", [bug])
+    with pytest.raises(IndexError, match="a bug"):
+        project_rows(_NotNumpy(), X, l1, l2)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cupy_rows_take_the_fused_kernels(dtype):
+    """On a GPU with Numba's CUDA target, the fused kernels project CuPy
+    rows (the real layout: rows of 10^5 in 25 chunks) as the CPU does, with
+    the same bits on every launch."""
+    from nmfsc.gpu_backend.projection import fused_kernels
+
+    if fused_kernels() is None:
+        pytest.skip("needs Numba's CUDA target (pip install numba-cuda[cu12])")
+    rng = np.random.default_rng(8)
+    n = 100_000
+    X = np.abs(rng.standard_normal((6, n))) ** rng.uniform(0.5, 3.0, (6, 1))
+    X[5] = np.round(X[5], 1)
+    X = X.astype(dtype)
+    l1 = np.array([l1_for_sparseness(s, n) for s in (0.01, 0.3, 0.6, 0.85, 0.99, 0.7)])
+    l2 = np.ones(6)
+    S, finite = project_rows(CUPY, CUPY.asarray(X), CUPY.asarray(l1), CUPY.asarray(l2))
+    again, _ = project_rows(CUPY, CUPY.asarray(X), CUPY.asarray(l1), CUPY.asarray(l2))
+    assert bool(finite.all()) and is_cupy_array(S)
+    np.testing.assert_array_equal(S.get(), again.get())
+    for r in range(6):
+        want = project(X[r].astype(np.float64), l1[r], l2[r])
+        np.testing.assert_allclose(S[r].get(), want, rtol=1e-9, atol=1e-12)
+        assert np.array_equal(S[r].get() != 0, want != 0)

@@ -17,8 +17,11 @@ tested where no GPU is):
   of V, the float64 sums;
 - :mod:`~nmfsc.gpu_backend.projection`: Hoyer's projection of many rows
   at once, exact (Hoyer's passes over all rows, each a few reductions, to
-  the closed-form threshold of a consistent support; a sort where they do
-  not settle);
+  the closed-form threshold of a consistent support,
+  :mod:`~nmfsc.gpu_backend.thresholds`; a sort where they do not settle);
+- :mod:`~nmfsc.gpu_backend.fused`: the same projection of CuPy rows as
+  fused Numba CUDA kernels (:mod:`~nmfsc.gpu_backend.cuda_kernels`), used
+  where numba-cuda is installed; numba.cuda is imported only then;
 - :mod:`~nmfsc.gpu_backend.steps`: the data object and the iterations of
   nmf_sc (``solver="hoyer"``) and nmf_euclidean;
 - :mod:`~nmfsc.gpu_backend.run`: the loop's hooks for device arrays.

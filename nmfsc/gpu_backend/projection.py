@@ -26,21 +26,29 @@ projected by the CPU kernel itself, one row copied to the host and back,
 so that ties are broken by index exactly as there. A row that already
 meets the targets (to 1e-13) is returned as it is, as by the CPU kernels.
 
-The threshold is found by passes first (:func:`thresholds_by_passes`: no
-sort, a few reductions over the rows per pass, as many passes as Hoyer's
-algorithm takes), and by the sort above only for rows whose passes do not
-settle (:func:`thresholds_by_sort`). Memory: about six arrays of the rows'
-size.
+The threshold is found by passes first
+(:func:`~nmfsc.gpu_backend.thresholds.thresholds_by_passes`: no sort, a
+few reductions over the rows per pass, as many passes as Hoyer's algorithm
+takes), and by the sort above only for rows whose passes do not settle
+(:func:`~nmfsc.gpu_backend.thresholds.thresholds_by_sort`). Memory: about
+six arrays of the rows' size. On a GPU with Numba's CUDA target the same
+passes run as fused kernels (:mod:`nmfsc.gpu_backend.fused`: at most one
+read of the rows per pass, where this array code makes about ten); this
+module's array code is their rare rows' paths and their fallback.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+from numba.core.errors import NumbaPerformanceWarning
 
 from nmfsc.gpu_backend.arrays import namespace, to_host
+from nmfsc.gpu_backend.thresholds import max_passes, thresholds_by_passes, thresholds_by_sort
 from nmfsc.projection import project
 
-__all__ = ["project_batch_device", "project_rows"]
+__all__ = ["fused_kernels", "project_batch_device", "project_rows", "project_rows_by_arrays"]
 
 #: The relative tolerance of "already meets the targets" (the CPU kernels').
 FEASIBLE_RTOL = 1e-13
@@ -53,8 +61,40 @@ def project_rows(xp, X, l1, l2, nonneg=True):
     Float32 rows are read as they are (the passes' sums in float64), so that
     only the result is a float64 array of their size.
 
-    The threshold of each row comes from :func:`thresholds_by_passes`; the
-    rows whose passes do not settle take :func:`thresholds_by_sort`."""
+    CuPy rows are projected by the fused CUDA kernels
+    (:func:`nmfsc.gpu_backend.fused.project_rows_fused`) where Numba's CUDA
+    target is installed (:func:`fused_kernels`); otherwise, and for NumPy
+    rows, by the array code (:func:`project_rows_by_arrays`). Both give
+    the same projection to rounding (they add the same sums in different
+    orders)."""
+    if xp is not np and X.ndim == 2:
+        fused = fused_kernels()
+        if fused is not None:
+            try:
+                with warnings.catch_warnings():
+                    # Numba's launch-time notes (a small grid's "under-utilization",
+                    # its own CUDA target's deprecation) are not the user's to act on.
+                    warnings.simplefilter("ignore", NumbaPerformanceWarning)
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    return fused(xp, X, l1, l2, nonneg)
+            except Exception as error:  # Numba's CUDA errors: no compiler (NVVM), driver
+                if not type(error).__module__.startswith(("numba", "cuda")):
+                    raise
+                _FUSED[0] = None
+                warnings.warn(
+                    f"the fused CUDA projection failed ({type(error).__name__}: {error}); "
+                    "projecting with CuPy array code instead (slower); "
+                    'pip install "numba-cuda[cu12]"',
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+    return project_rows_by_arrays(xp, X, l1, l2, nonneg)
+
+
+def project_rows_by_arrays(xp, X, l1, l2, nonneg=True):
+    """:func:`project_rows` by the array code, whatever the arrays: the
+    threshold of each row from :func:`thresholds_by_passes`, or from
+    :func:`thresholds_by_sort` where the passes do not settle."""
     if X.dtype != xp.float32:  # float32 rows stay float32; their sums are float64
         X = X.astype(xp.float64, copy=False)
     count, n = X.shape
@@ -97,71 +137,28 @@ def project_rows(xp, X, l1, l2, nonneg=True):
     return S, finite
 
 
-def max_passes(n):
-    """The passes :func:`thresholds_by_passes` may take (as the CPU kernels' filter)."""
-    return 2 * int(np.ceil(np.log2(max(n, 2)))) + 8
+_FUSED: list = []  # [project_rows_fused] or [None], once decided
 
 
-def thresholds_by_passes(xp, A, rho, limit):
-    """Each row's threshold by Hoyer's passes, on all rows at once.
+def fused_kernels():
+    """:func:`nmfsc.gpu_backend.fused.project_rows_fused`, or None where
+    Numba's CUDA target (``numba-cuda``, or numba's own ``numba.cuda``) is
+    missing or finds no GPU; then CuPy rows take the array code (slower:
+    about ten passes over the rows' memory per Hoyer pass, where the fused
+    kernels make one). Decided once per process; numba.cuda is imported
+    here, at the first projection of a CuPy array, never by ``import nmfsc``."""
+    if not _FUSED:
+        try:
+            with warnings.catch_warnings():  # numba's own CUDA target warns that it is deprecated
+                warnings.simplefilter("ignore", DeprecationWarning)
+                from numba import cuda
 
-    Start from the whole row as the support; each pass takes the support's
-    count k and sums S1, S2 (one reduction over the rows), sets the
-    threshold to the closed form of that support, and keeps the entries above
-    it. The support only shrinks; a row is done when it no longer changes
-    (the threshold is then the exact one of a consistent support). Returns
-    ``(threshold, found)``; rows not settled within ``limit`` passes, or
-    left with no room (k <= rho^2), are not found."""
-    count = A.shape[0]
-    alpha = xp.full(count, -xp.inf)
-    size = xp.full(count, -1, dtype=xp.int64)  # the last pass's support size
-    found = xp.zeros(count, dtype=bool)
-    for _ in range(limit):
-        Z = xp.where(A > alpha[:, None], A, 0.0)
-        k = xp.count_nonzero(A > alpha[:, None], axis=1)
-        S1 = Z.sum(axis=1, dtype=xp.float64)
-        if Z.dtype == xp.float64:
-            S2 = xp.einsum("ij,ij->i", Z, Z)
-        else:
-            S2 = xp.sum(Z * Z, axis=1, dtype=xp.float64)
-        kf = k.astype(xp.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            room = kf * (kf - rho * rho)
-            centred = xp.maximum(S2 - S1 * S1 / kf, 0.0)
-            new = S1 / kf - rho * xp.sqrt(centred / room)
-        settled = (k == size) & (room > 0) & xp.isfinite(new)
-        found = settled
-        if bool(settled.all()):
-            alpha = new
-            break
-        alpha = xp.where(room > 0, new, alpha)
-        size = k
-    # A settled row's threshold is that of its final support (the last pass's).
-    return xp.where(found, alpha, 0.0), found
-
-
-def thresholds_by_sort(xp, A, rho):
-    """Each row's threshold from its sorted entries (module docstring):
-    ``(threshold, found)``; rows with no consistent support are not found."""
-    count, n = A.shape
-    A = A.astype(xp.float64, copy=False)
-    rho = rho[:, None]
-    Y = -xp.sort(-A, axis=1)
-    S1 = xp.cumsum(Y, axis=1)
-    S2 = xp.cumsum(Y * Y, axis=1)
-    k = xp.arange(1, n + 1, dtype=xp.float64)[None, :]
-    room = k * (k - rho * rho)
-    centred = xp.maximum(S2 - S1 * S1 / k, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        alpha = S1 / k - rho * xp.sqrt(centred / room)
-        below = xp.concatenate([Y[:, 1:], xp.full((count, 1), -xp.inf)], axis=1)
-        valid = (room > 0) & (alpha < Y) & (alpha >= below) & xp.isfinite(alpha)
-        # <z, y> / ||z|| with z = y - alpha on the support: closeness to x.
-        norm2 = S2 - 2.0 * alpha * S1 + k * alpha * alpha
-        score = xp.where(valid & (norm2 > 0), (S2 - alpha * S1) / xp.sqrt(norm2), -xp.inf)
-    best = xp.argmax(score, axis=1)
-    found = xp.take_along_axis(valid, best[:, None], axis=1)[:, 0]
-    return xp.take_along_axis(alpha, best[:, None], axis=1)[:, 0], found
+                usable = cuda.is_available()
+            from nmfsc.gpu_backend.fused import project_rows_fused
+        except ImportError:
+            usable = False
+        _FUSED.append(project_rows_fused if usable else None)
+    return _FUSED[0]
 
 
 def project_batch_device(X, l1, l2, axis, nonneg, method, return_passes):

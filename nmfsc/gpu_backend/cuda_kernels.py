@@ -1,0 +1,297 @@
+r"""The fused projection's CUDA kernels (Numba CUDA); the host side is
+:mod:`nmfsc.gpu_backend.fused`.
+
+The rows are cut into chunks of ``chunk`` entries; a block of ``threads``
+threads (a power of two) takes one (row, chunk): thread t reads the entries
+``start + t, start + t + threads, ...`` (coalesced), sums them in float64
+in that order, and the block's sums are combined by a tree in shared memory
+(thread t adds thread t + h, for h = threads/2, ..., 1). Each (row, chunk)
+writes its partial sums; a one-thread-per-row kernel then adds a row's
+partials in chunk order. No sum uses atomics, so the same rows, threads and
+chunk give the same bits on every launch. (Only the count of rows still
+moving is an atomic integer counter, which is exact.)
+
+- :func:`pass_kernels` ``(threads).support_sums``: one Hoyer pass, for every
+  row whose state is ``ACTIVE``: the support :math:`\{i : a_i > \alpha\}`'s
+  count k, :math:`S_1 = \sum a_i`, :math:`S_2 = \sum a_i^2`, and ``odd``,
+  the entries that are not finite (counted in units of ``NOT_FINITE``)
+  plus those below 0. With :math:`\alpha = -\infty` (the first pass) S1 and
+  S2 are the row's total and squared norm.
+- ``finish_pass``: per row, the partials' sums; after the first pass the
+  row's fate (not finite, already meeting its targets, sparseness 1); then
+  Hoyer's closed form :math:`\alpha_k = S_1/k - \rho \sqrt{(S_2 - S_1^2/k) /
+  (k (k - \rho^2))}` with :math:`\rho = L_1 / L_2`. A row whose support
+  did not change is ``SETTLED``; one with no room (:math:`k \le \rho^2`)
+  or a threshold that is not finite is ``STUCK`` (it would never settle).
+- ``clip_sums`` and ``finish_norm``: :math:`\lVert \max(a - \alpha, 0)
+  \rVert` of the settled rows, then :math:`\beta = L_2 / \lVert\cdot\rVert`.
+- ``scale``: the result, :math:`s = \beta \max(a - \alpha, 0)` (with x's
+  signs for the signed variant), x itself for rows that meet their targets,
+  NaN for rows that are not finite, 0 for the rest (the host fills them).
+
+``a`` is x, or :math:`|x|` when ``signed``; float32 entries are read as
+float64, so every sum is float64. These are the formulas and order of
+:func:`nmfsc.gpu_backend.thresholds.thresholds_by_passes`, whose array code
+the tests hold them to (under Numba's CUDA simulator).
+
+Importing this module imports ``numba.cuda``; only
+:mod:`nmfsc.gpu_backend.fused` does, when a CuPy array is projected.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+from numba import cuda, float64, int64
+
+__all__ = [
+    "ACTIVE",
+    "FALLBACK",
+    "MEETS",
+    "NOT_FINITE",
+    "NONFINITE",
+    "SETTLED",
+    "SINGLE",
+    "STUCK",
+    "pass_kernels",
+]
+
+#: A row's state: still passing; settled (its threshold found); stuck (no
+#: pass will settle it: the sort decides); already meeting its targets;
+#: sparseness 1; not finite; left to the CPU kernel (no consistent support).
+ACTIVE, SETTLED, STUCK, MEETS, SINGLE, NONFINITE, FALLBACK = range(7)
+#: The unit in which ``odd`` counts entries that are not finite (below it:
+#: the entries < 0).
+NOT_FINITE = 1 << 32
+#: "Already meets the targets" and "sparseness 1", relative (the CPU kernels').
+FEASIBLE_RTOL = 1e-13
+
+
+@cache
+def pass_kernels(threads):
+    """The kernels for blocks of ``threads`` threads (a power of two; shared
+    arrays need it as a constant): a namespace with ``support_sums``,
+    ``finish_pass``, ``clip_sums``, ``finish_norm`` and ``scale``."""
+    if threads < 1 or threads & (threads - 1):
+        raise ValueError(f"threads must be a power of two, got {threads}")
+
+    @cuda.jit(device=True)
+    def tree_sum(shared, t, value):
+        """The block's sum of ``value``: thread t adds thread t + h's, for
+        h = threads/2, ..., 1 (a fixed order), in the shared array."""
+        shared[t] = value
+        cuda.syncthreads()
+        half = threads // 2
+        while half > 0:
+            if t < half:
+                shared[t] += shared[t + half]
+            cuda.syncthreads()
+            half //= 2
+        return shared[0]
+
+    @cuda.jit
+    def support_sums(
+        A, B, kept, from_a, write, signed, alpha, state, chunk, count_out, s1_out, s2_out, odd_out
+    ):
+        r = cuda.blockIdx.x
+        c = cuda.blockIdx.y
+        t = cuda.threadIdx.x
+        if state[r] != ACTIVE:  # the whole block leaves: no barrier is skipped by half of it
+            return
+        n = A.shape[1]
+        start = c * chunk
+        end = min(start + chunk, n)
+        level = alpha[r]
+        k = 0
+        s1 = 0.0
+        s2 = 0.0
+        odd = 0
+        w = 0  # the support's entries this thread keeps in B (its slots, in order)
+        if from_a[r]:
+            i = start + t
+            while i < end:
+                x = float64(A[r, i])
+                if signed:
+                    x = abs(x)
+                if x > level:
+                    k += 1
+                    s1 += x
+                    s2 += x * x
+                    if write:
+                        B[r, start + t + w * threads] = x
+                        w += 1
+                if not math.isfinite(x):
+                    odd += NOT_FINITE
+                elif x < 0:
+                    odd += 1
+                i += threads
+        else:  # B holds the last support: this thread's entries of it, in A's order
+            for j in range(kept[r, c, t]):
+                x = float64(B[r, start + t + j * threads])
+                if x > level:
+                    k += 1
+                    s1 += x
+                    s2 += x * x
+                    B[r, start + t + w * threads] = x  # w <= j: in place
+                    w += 1
+        if write or not from_a[r]:
+            kept[r, c, t] = w
+        k = tree_sum(cuda.shared.array(threads, int64), t, k)
+        s1 = tree_sum(cuda.shared.array(threads, float64), t, s1)
+        s2 = tree_sum(cuda.shared.array(threads, float64), t, s2)
+        odd = tree_sum(cuda.shared.array(threads, int64), t, odd)
+        if t == 0:
+            count_out[r, c] = k
+            s1_out[r, c] = s1
+            s2_out[r, c] = s2
+            odd_out[r, c] = odd
+
+    @cuda.jit
+    def finish_pass(
+        count_in,
+        s1_in,
+        s2_in,
+        odd_in,
+        l1,
+        l2,
+        first,
+        nonneg,
+        alpha,
+        size,
+        state,
+        moving,
+        p,
+        from_a,
+    ):
+        r = cuda.grid(1)
+        if r >= state.shape[0] or state[r] != ACTIVE:
+            return
+        k = 0
+        s1 = 0.0
+        s2 = 0.0
+        odd = 0
+        for c in range(count_in.shape[1]):  # chunk order: the same bits every launch
+            k += count_in[r, c]
+            s1 += s1_in[r, c]
+            s2 += s2_in[r, c]
+            odd += odd_in[r, c]
+        rho = l1[r] / l2[r]
+        if first:
+            if odd >= NOT_FINITE:
+                state[r] = NONFINITE
+                return
+            if (
+                abs(s1 - l1[r]) <= FEASIBLE_RTOL * l1[r]
+                and abs(math.sqrt(s2) - l2[r]) <= FEASIBLE_RTOL * l2[r]
+                and (odd == 0 or not nonneg)
+            ):
+                state[r] = MEETS
+                return
+            if abs(rho - 1.0) <= FEASIBLE_RTOL:
+                state[r] = SINGLE
+                return
+        kf = float64(k)
+        room = kf * (kf - rho * rho)
+        if not room > 0:
+            state[r] = STUCK
+            return
+        centred = max(s2 - s1 * s1 / kf, 0.0)
+        new = s1 / kf - rho * math.sqrt(centred / room)
+        if not math.isfinite(new):
+            state[r] = STUCK
+            return
+        # B keeps the entries above the pass's threshold: the next pass may
+        # read it where its threshold is not lower (always, but for rounding).
+        if not first:
+            from_a[r] = 0 if new >= alpha[r] else 1
+        alpha[r] = new
+        if k == size[r]:
+            state[r] = SETTLED
+            return
+        size[r] = k
+        cuda.atomic.add(moving, p, 1)
+
+    @cuda.jit
+    def clip_sums(A, B, kept, from_a, signed, alpha, state, chunk, ss_out):
+        r = cuda.blockIdx.x
+        c = cuda.blockIdx.y
+        t = cuda.threadIdx.x
+        if state[r] != SETTLED:
+            return
+        n = A.shape[1]
+        start = c * chunk
+        end = min(start + chunk, n)
+        level = alpha[r]
+        ss = 0.0
+        if from_a[r]:
+            i = start + t
+            while i < end:
+                x = float64(A[r, i])
+                if signed:
+                    x = abs(x)
+                z = x - level
+                if z > 0:
+                    ss += z * z
+                i += threads
+        else:  # the entries above the threshold are among B's, in A's order
+            for j in range(kept[r, c, t]):
+                z = float64(B[r, start + t + j * threads]) - level
+                if z > 0:
+                    ss += z * z
+        ss = tree_sum(cuda.shared.array(threads, float64), t, ss)
+        if t == 0:
+            ss_out[r, c] = ss
+
+    @cuda.jit
+    def finish_norm(ss_in, l2, state, factor):
+        r = cuda.grid(1)
+        if r >= state.shape[0] or state[r] != SETTLED:
+            return
+        ss = 0.0
+        for c in range(ss_in.shape[1]):
+            ss += ss_in[r, c]
+        norm = math.sqrt(ss)
+        factor[r] = l2[r] / (norm if norm > 0 else 1.0)
+
+    @cuda.jit
+    def scale(A, signed, alpha, factor, state, chunk, S):
+        r = cuda.blockIdx.x
+        c = cuda.blockIdx.y
+        t = cuda.threadIdx.x
+        n = A.shape[1]
+        start = c * chunk
+        end = min(start + chunk, n)
+        fate = state[r]
+        level = alpha[r]
+        beta = factor[r]
+        i = start + t
+        while i < end:
+            x = float64(A[r, i])
+            a = abs(x) if signed else x
+            if fate == SETTLED:
+                z = a - level
+                s = z * beta if z > 0 else 0.0
+            elif fate == MEETS:
+                s = a
+            elif fate == NONFINITE:
+                s = math.nan
+            else:
+                s = 0.0
+            if signed and x < 0:
+                s = -s
+            S[r, i] = s
+            i += threads
+
+    return _Kernels(support_sums, finish_pass, clip_sums, finish_norm, scale)
+
+
+class _Kernels:
+    """The five kernels of one block size (:func:`pass_kernels`)."""
+
+    def __init__(self, support_sums, finish_pass, clip_sums, finish_norm, scale):
+        self.support_sums = support_sums
+        self.finish_pass = finish_pass
+        self.clip_sums = clip_sums
+        self.finish_norm = finish_norm
+        self.scale = scale

@@ -1,0 +1,240 @@
+r"""The projection of many rows with fused CUDA kernels: a few passes over
+the rows' memory, where the array code of
+:mod:`nmfsc.gpu_backend.projection` makes about ten per Hoyer pass.
+
+The kernels (:mod:`nmfsc.gpu_backend.cuda_kernels`, Numba CUDA) read CuPy's
+arrays in place (``__cuda_array_interface__``) and run on CuPy's current
+stream. The memory traffic, in whole passes over the rows (n entries
+each), of a projection that takes P passes whose supports are
+:math:`k_1 > k_2 > \dots` entries:
+
+- the first pass (threshold :math:`-\infty`) reads the rows once; it also
+  gives each row's total, norm, and whether it is finite and
+  non-negative, so the "already meets the targets" test costs nothing
+  more;
+- the second reads them once more and keeps its support's entries in a
+  buffer B of the rows' size (each thread its own slots, in the rows'
+  order); every later pass reads only the entries B kept and keeps its
+  own support among them, in place: :math:`k_{p-1} + k_p` entries. The
+  support only shrinks, so nothing is lost (a row whose threshold falls,
+  by rounding, reads the rows again);
+- the norm of :math:`\max(a - \alpha, 0)` reads B's last support;
+- the result: one read of every row and one float64 write.
+
+So about :math:`4 + 2 \sum_p k_p / n` passes, where the array code makes
+about ten per Hoyer pass. Every sum is the same, added in the same order,
+as if each pass read the whole rows.
+The host reads one integer per pass (the rows still moving) to
+know when to stop. The rare rows take the array code's paths, on those
+rows only: a row whose passes do not settle gets its threshold from its
+sorted entries (:func:`~nmfsc.gpu_backend.thresholds.thresholds_by_sort`),
+one with no consistent support in floating point is projected by the CPU
+kernel (copied to the host and back), and a row at sparseness 1 gets
+:math:`L_2` at its first largest entry. The result is that of
+:func:`~nmfsc.gpu_backend.projection.project_rows` to rounding (the sums
+are added in another order).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nmfsc.gpu_backend import cuda_kernels as K
+from nmfsc.gpu_backend.arrays import to_host
+from nmfsc.gpu_backend.thresholds import max_passes, thresholds_by_sort
+from nmfsc.projection import project
+
+__all__ = ["BLOCK", "CHUNK_PER_THREAD", "layout", "project_rows_fused"]
+
+#: Threads per block, at most (fewer for short rows).
+BLOCK = 256
+#: Entries each thread reads per (row, chunk): a chunk is ``threads * 16``
+#: entries (4,096 for long rows), so a row of 10^6 takes 245 blocks.
+CHUNK_PER_THREAD = 16
+#: Threads per block of the per-row kernels.
+ROW_BLOCK = 128
+#: Chunks per row, at most (CUDA's limit on a grid's y dimension).
+MAX_CHUNKS = 65_535
+
+
+def layout(n):
+    """``(threads, chunk)`` for rows of n entries: a power of two from 32 to
+    :data:`BLOCK` threads, chunks of ``threads * CHUNK_PER_THREAD`` entries.
+    A function of n only, so a row's sums are added in the same order on
+    every launch."""
+    threads = 32
+    while threads < BLOCK and threads * CHUNK_PER_THREAD < n:
+        threads *= 2
+    chunk = threads * CHUNK_PER_THREAD
+    if n > MAX_CHUNKS * chunk:  # a grid's second dimension holds at most 65,535 blocks
+        chunk = -(-n // (MAX_CHUNKS * threads)) * threads
+    return threads, chunk
+
+
+class _Launcher:
+    """Kernels launched on CuPy's current stream, on CuPy arrays viewed as
+    Numba device arrays (each viewed once: a view costs host time at
+    every launch), or, under Numba's CUDA simulator, on NumPy arrays as
+    they are."""
+
+    def __init__(self, xp):
+        from numba import cuda
+
+        self.cuda = cuda
+        self.simulated = xp is np
+        if self.simulated:
+            self.stream = 0
+        else:
+            pointer = xp.cuda.get_current_stream().ptr
+            self.stream = cuda.external_stream(pointer) if pointer else cuda.default_stream()
+
+    def view(self, array):
+        """The array as the kernels take it (no copy, no synchronisation)."""
+        if self.simulated:
+            return array
+        return self.cuda.as_cuda_array(array, sync=False)
+
+    def __call__(self, kernel, grid, block, *args):
+        kernel[grid, block, self.stream](*args)
+
+
+def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None, info=None):
+    """:func:`nmfsc.gpu_backend.projection.project_rows` by the fused
+    kernels: ``(S, finite)``, S float64 of X's shape (rows that are not
+    finite are NaN), ``finite`` a boolean per row. ``xp`` is ``cupy`` on a
+    GPU, or ``numpy`` under Numba's CUDA simulator (the tests).
+    ``threads`` and ``chunk`` override :func:`layout` (the tests use small
+    ones). A dict ``info`` receives ``passes`` (Hoyer passes taken),
+    ``sorted`` and ``on_cpu`` (rows that took those paths), ``read`` and
+    ``written`` (entries the passes read and kept): the benchmark's account
+    of the memory traffic (counting them costs time: not for timed calls)."""
+    if xp is np:
+        return _project_rows(xp, X, l1, l2, nonneg, threads, chunk, info)
+    from numba import cuda
+
+    with cuda.gpus[X.device.id]:  # Numba's context on CuPy's array's GPU
+        return _project_rows(xp, X, l1, l2, nonneg, threads, chunk, info)
+
+
+def _project_rows(xp, X, l1, l2, nonneg, threads, chunk, info):
+    if X.dtype != xp.float32:  # float32 rows stay float32; their sums are float64
+        X = X.astype(xp.float64, copy=False)
+    X = xp.ascontiguousarray(X)
+    count, n = X.shape
+    if threads is None or chunk is None:
+        threads, chunk = layout(n)
+    chunks = -(-n // chunk)
+    kernels = K.pass_kernels(threads)
+    launch = _Launcher(xp)
+    signed = not nonneg
+    l1 = xp.ascontiguousarray(l1, dtype=xp.float64)
+    l2 = xp.ascontiguousarray(l2, dtype=xp.float64)
+    alpha = xp.full(count, -np.inf)
+    state = xp.zeros(count, dtype=xp.int32)
+    limit = max_passes(n)
+    moving = xp.zeros(limit, dtype=xp.int64)
+    factor = xp.ones(count)
+    S = xp.empty((count, n))
+    # Device views of each array, made once (alpha and state are also
+    # written by CuPy below, through the arrays they view).
+    x_, l1_, l2_, alpha_, state_, moving_, factor_, s_ = map(
+        launch.view, (X, l1, l2, alpha, state, moving, factor, S)
+    )
+    size_ = launch.view(xp.full(count, -1, dtype=xp.int64))
+    # The support's entries, kept by each thread in its own slots of its
+    # chunk, so that later passes read only them (the support shrinks).
+    from_a = xp.ones(count, dtype=xp.int32)
+    kept = xp.zeros((count, chunks, threads), dtype=xp.int32)
+    b_, kept_, from_a_ = map(launch.view, (xp.empty_like(X), kept, from_a))
+    traffic = [0, 0]  # entries read and written by the passes (only with ``info``)
+    parts = [launch.view(xp.empty((count, chunks), dtype=d)) for d in (xp.int64, float, float)]
+    parts.append(launch.view(xp.empty((count, chunks), dtype=xp.int64)))
+    grid = (count, chunks)
+    row_threads = min(ROW_BLOCK, 1 << max(count - 1, 0).bit_length())
+    row_grid = -(-count // row_threads)
+    for p in range(limit):
+        if info is not None:
+            active = state == K.ACTIVE
+            in_b = kept.sum(axis=(1, 2))
+            traffic[0] += int(xp.sum(xp.where(active, xp.where(from_a == 1, n, in_b), 0)))
+        launch(
+            kernels.support_sums,
+            grid,
+            threads,
+            x_,
+            b_,
+            kept_,
+            from_a_,
+            p > 0,
+            signed,
+            alpha_,
+            state_,
+            chunk,
+            *parts,
+        )
+        launch(
+            kernels.finish_pass,
+            row_grid,
+            row_threads,
+            *parts,
+            l1_,
+            l2_,
+            p == 0,
+            nonneg,
+            alpha_,
+            size_,
+            state_,
+            moving_,
+            p,
+            from_a_,
+        )
+        if info is not None and p > 0:
+            traffic[1] += int(xp.sum(xp.where(active, kept.sum(axis=(1, 2)), 0)))
+        if int(moving[p]) == 0:
+            break
+    passes = p + 1
+    fates = to_host(state)
+    unsettled = np.flatnonzero((fates == K.ACTIVE) | (fates == K.STUCK))
+    if unsettled.size:
+        rows = xp.asarray(unsettled)
+        A = X[rows] if nonneg else xp.abs(X[rows])
+        threshold, found = thresholds_by_sort(xp, A, l1[rows] / l2[rows])
+        alpha[rows] = xp.where(found, threshold, 0.0)
+        state[rows] = xp.where(found, K.SETTLED, K.FALLBACK).astype(xp.int32)
+        from_a[rows] = 1  # B holds the last pass's support, not the sort's
+        fates = to_host(state)
+    ss_part = parts[1]  # the S1 partials are spent: the clipped norms' partials
+    launch(
+        kernels.clip_sums,
+        grid,
+        threads,
+        x_,
+        b_,
+        kept_,
+        from_a_,
+        signed,
+        alpha_,
+        state_,
+        chunk,
+        ss_part,
+    )
+    launch(kernels.finish_norm, row_grid, row_threads, ss_part, l2_, state_, factor_)
+    launch(kernels.scale, grid, threads, x_, signed, alpha_, factor_, state_, chunk, s_)
+    single = np.flatnonzero(fates == K.SINGLE)
+    if single.size:
+        rows = xp.asarray(single)
+        A = X[rows] if nonneg else xp.abs(X[rows])
+        first = xp.argmax(A, axis=1)
+        value = l2[rows] * xp.where(X[rows, first] < 0, -1.0, 1.0) if signed else l2[rows]
+        S[rows, first] = value
+    for r in np.flatnonzero(fates == K.FALLBACK):
+        S[r] = xp.asarray(project(to_host(X[r]), float(l1[r]), float(l2[r]), nonneg=nonneg))
+    if info is not None:
+        info.update(
+            passes=passes,
+            sorted=int(unsettled.size),
+            on_cpu=int(np.sum(fates == K.FALLBACK)),
+            read=traffic[0],
+            written=traffic[1],
+        )
+    return S, state != K.NONFINITE
