@@ -22,6 +22,7 @@ from nmfsc.solvers.accelerated import AcceleratedSteps
 from nmfsc.solvers.dispatch import IN_MEMORY, SolverSpec, install, method_name, solver_specs
 from nmfsc.solvers.hoyer import HoyerSteps, nmf_sc
 from nmfsc.solvers.masked import MaskedEuclideanSteps, MaskedHoyerSteps
+from nmfsc.solvers.masked_accelerated import MaskedAcceleratedSteps
 from nmfsc.solvers.penalized import LiuSparseSteps, LocalSteps, local_nmf, sparse_nmf
 from nmfsc.solvers.standard import DivergenceSteps, EuclideanSteps, nmf_divergence, nmf_euclidean
 
@@ -61,6 +62,7 @@ SOLVERS: tuple[SolverSpec, ...] = (
         AcceleratedSteps,
         SPARSENESS,
         variant="accelerated",
+        masked_steps=MaskedAcceleratedSteps,
         squared_error=True,
         description="the same problem and start, solved by block coordinate descent",
     ),
