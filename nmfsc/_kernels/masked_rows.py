@@ -64,7 +64,9 @@ def _pass(E, mask, transposed, y, delta, scatter, ynext, bnext, gather):
     """One pass over E: with ``scatter``, E -= Omega * (y delta^T) (the H step;
     ``transposed``: E -= Omega * (delta y^T), the W step); with ``gather``,
     ``bnext`` = the next row's sum_i ynext_i E_it (E as updated; the W step:
-    sum_t E_it ynext_t)."""
+    sum_t E_it ynext_t, in eight partial sums added in a fixed order). The
+    mask multiplies (0 or 1) rather than branches, so that the loops vectorise;
+    E stays exactly 0 where unobserved."""
     N, T = E.shape
     if not transposed:
         if gather:
@@ -76,28 +78,36 @@ def _pass(E, mask, transposed, y, delta, scatter, ynext, bnext, gather):
                 yi = np.float64(y[i])
                 if yi != 0.0:
                     for t in range(T):
-                        if mi[t]:
-                            Ei[t] -= yi * delta[t]
+                        Ei[t] -= np.float64(mi[t]) * (yi * delta[t])
             if gather:
                 zi = np.float64(ynext[i])
                 if zi != 0.0:
                     for t in range(T):
                         bnext[t] += zi * Ei[t]
-    else:
-        for i in range(N):
-            Ei = E[i]
-            mi = mask[i]
-            if scatter:
-                di = delta[i]
-                if di != 0.0:
-                    for t in range(T):
-                        if mi[t]:
-                            Ei[t] -= di * np.float64(y[t])
-            if gather:
-                s = 0.0
+        return
+    head = T - T % 8
+    for i in range(N):
+        Ei = E[i]
+        mi = mask[i]
+        if scatter:
+            di = delta[i]
+            if di != 0.0:
                 for t in range(T):
-                    s += Ei[t] * np.float64(ynext[t])
-                bnext[i] = s
+                    Ei[t] -= np.float64(mi[t]) * (di * np.float64(y[t]))
+        if gather:
+            s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+            for t in range(0, head, 8):
+                s0 += Ei[t] * np.float64(ynext[t])
+                s1 += Ei[t + 1] * np.float64(ynext[t + 1])
+                s2 += Ei[t + 2] * np.float64(ynext[t + 2])
+                s3 += Ei[t + 3] * np.float64(ynext[t + 3])
+                s4 += Ei[t + 4] * np.float64(ynext[t + 4])
+                s5 += Ei[t + 5] * np.float64(ynext[t + 5])
+                s6 += Ei[t + 6] * np.float64(ynext[t + 6])
+                s7 += Ei[t + 7] * np.float64(ynext[t + 7])
+            for t in range(head, T):
+                s0 += Ei[t] * np.float64(ynext[t])
+            bnext[i] = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 
 
 @njit(cache=True, nogil=True)
