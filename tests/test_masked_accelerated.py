@@ -280,8 +280,14 @@ def test_compare_fits_the_accelerated_solver_through_the_mask():
     rng = np.random.default_rng(0)
     V = rng.random((30, 4)) @ rng.random((4, 24))
     result = nmfsc.compare(
-        V, 4, methods=["nmf_sc_accelerated"], holdout=0.2, seeds=(0,), max_iter=100,
-        sparseness_w=0.2, progress=False,
+        V,
+        4,
+        methods=["nmf_sc_accelerated"],
+        holdout=0.2,
+        seeds=(0,),
+        max_iter=100,
+        sparseness_w=0.2,
+        progress=False,
     )
     assert [r["holdout_fit"] for r in result.rows] == ["masked"]
 

@@ -10,10 +10,11 @@ With the other rows fixed, E depends on a row x = x_k of the factor X
 with the weights d_t = sum_i Omega_it y_i^2 and b_t = sum_i Omega_it y_i
 R^(k)_it, y the k-th column of the other factor (W[:, k], or H[k]) and
 R^(k) = V - sum_{j != k} w_j h_j. The kernel keeps the residual
-E = Omega * (V - W H) (zero where unobserved), so that
-b_t = sum_i y_i E_it + d_t x_t: one pass over E per row. After a row changes
-by delta, E_it -= Omega_it y_i delta_t (another pass, fused with the next
-row's b). A sweep over the M rows costs O(M N T).
+E = Omega * (V - W H) (zero where unobserved; for the W step its transpose,
+so that both steps read it row by row and the inner loops run along its
+rows), so that b_t = sum_i y_i E_it + d_t x_t: one pass over E per row.
+After a row changes by delta, E_it -= Omega_it y_i delta_t, in the same
+pass as the next row's b. A sweep over the M rows costs O(M N T).
 
 Three constraint sets (the ``RULE_*`` of :mod:`nmfsc._kernels.rowblocks`):
 
@@ -60,54 +61,28 @@ def _weighted_value(d, b, x, n):
 
 
 @njit(cache=True, nogil=True)
-def _pass(E, mask, transposed, y, delta, scatter, ynext, bnext, gather):
-    """One pass over E: with ``scatter``, E -= Omega * (y delta^T) (the H step;
-    ``transposed``: E -= Omega * (delta y^T), the W step); with ``gather``,
-    ``bnext`` = the next row's sum_i ynext_i E_it (E as updated; the W step:
-    sum_t E_it ynext_t, in eight partial sums added in a fixed order). The
-    mask multiplies (0 or 1) rather than branches, so that the loops vectorise;
-    E stays exactly 0 where unobserved."""
-    N, T = E.shape
-    if not transposed:
-        if gather:
-            bnext[:] = 0.0
-        for i in range(N):
-            Ei = E[i]
-            mi = mask[i]
-            if scatter:
-                yi = np.float64(y[i])
-                if yi != 0.0:
-                    for t in range(T):
-                        Ei[t] -= np.float64(mi[t]) * (yi * delta[t])
-            if gather:
-                zi = np.float64(ynext[i])
-                if zi != 0.0:
-                    for t in range(T):
-                        bnext[t] += zi * Ei[t]
-        return
-    head = T - T % 8
-    for i in range(N):
+def _pass(E, mask, y, delta, scatter, ynext, bnext, gather):
+    """One pass over E (m x n): with ``scatter``, E -= Omega * (y delta^T);
+    with ``gather``, ``bnext`` = the next row's sum_i ynext_i E_it (E as
+    updated), summed over i in order. The mask multiplies (0 or 1) rather
+    than branches, so that the loops over t vectorise; E stays exactly 0
+    where unobserved."""
+    m, n = E.shape
+    if gather:
+        bnext[:] = 0.0
+    for i in range(m):
         Ei = E[i]
-        mi = mask[i]
         if scatter:
-            di = delta[i]
-            if di != 0.0:
-                for t in range(T):
-                    Ei[t] -= np.float64(mi[t]) * (di * np.float64(y[t]))
+            yi = np.float64(y[i])
+            if yi != 0.0:
+                mi = mask[i]
+                for t in range(n):
+                    Ei[t] -= np.float64(mi[t]) * (yi * delta[t])
         if gather:
-            s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
-            for t in range(0, head, 8):
-                s0 += Ei[t] * np.float64(ynext[t])
-                s1 += Ei[t + 1] * np.float64(ynext[t + 1])
-                s2 += Ei[t + 2] * np.float64(ynext[t + 2])
-                s3 += Ei[t + 3] * np.float64(ynext[t + 3])
-                s4 += Ei[t + 4] * np.float64(ynext[t + 4])
-                s5 += Ei[t + 5] * np.float64(ynext[t + 5])
-                s6 += Ei[t + 6] * np.float64(ynext[t + 6])
-                s7 += Ei[t + 7] * np.float64(ynext[t + 7])
-            for t in range(head, T):
-                s0 += Ei[t] * np.float64(ynext[t])
-            bnext[i] = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+            zi = np.float64(ynext[i])
+            if zi != 0.0:
+                for t in range(n):
+                    bnext[t] += zi * Ei[t]
 
 
 @njit(cache=True, nogil=True)
@@ -157,24 +132,24 @@ def _constrained_steps(x, d, b, rule, l1, max_passes, inner, inner_delta, z, u, 
 
 
 @njit(cache=True, nogil=True)
-def sweep_masked_rows(
-    X, Y, E, mask, D, rule, l1, max_passes, transposed, inner, inner_delta, b, scratch
-):
+def sweep_masked_rows(X, Y, E, mask, D, rule, l1, max_passes, inner, inner_delta, b, scratch):
     """One sweep over the rows of X (module docstring), in place.
 
-    X (M x n) is the factor: H (n = T; ``transposed`` False) or W^T (n = N;
-    ``transposed`` True); Y (M x m) the other factor's rows, W^T or H. E
-    (N x T, float64) is Omega * (V - W H) on entry and on exit (up to
-    rounding); ``mask`` (N x T, bool) is Omega. D (M x n, float64) holds the
-    weights d of every row. ``b`` (n) and ``scratch`` (4 x n) are float64
-    scratch. Returns (decrease, unchanged): the sum of the rows' decreases of
-    f_k, and the number of rows left as they were.
+    X (M x n) is the factor, Y (M x m) the other factor's rows: for the H
+    step X = H, Y = W^T and E the residual Omega * (V - W H) (N x T); for
+    the W step X = W^T, Y = H and E the residual's transpose (T x N), so
+    that both read E row by row. E (float64) holds the residual on entry and
+    on exit (up to rounding); ``mask`` (m x n, bool) is Omega in E's layout.
+    D (M x n, float64) holds the weights d of every row. ``b`` (n) and
+    ``scratch`` (4 x n) are float64 scratch. Returns (decrease, unchanged):
+    the sum of the rows' decreases of f_k, and the number of rows left as
+    they were.
     """
     M, n = X.shape
     z, u, new, delta = scratch[0], scratch[1], scratch[2], scratch[3]
     decrease = 0.0
     unchanged = 0
-    _pass(E, mask, transposed, Y[0], delta, False, Y[0], b, True)
+    _pass(E, mask, Y[0], delta, False, Y[0], b, True)
     for k in range(M):
         Xk = X[k]
         d = D[k]
@@ -209,5 +184,5 @@ def sweep_masked_rows(
         following = k + 1 < M
         if changed or following:
             nxt = Y[k + 1] if following else Y[k]
-            _pass(E, mask, transposed, Y[k], delta, changed, nxt, b, following)
+            _pass(E, mask, Y[k], delta, changed, nxt, b, following)
     return decrease, unchanged

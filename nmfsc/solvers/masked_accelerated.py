@@ -48,8 +48,9 @@ When only W is constrained, the rows of H are scaled to unit norm after
 the H sweeps, as in the unmasked solver.
 
 Cost. The kernel (:mod:`nmfsc._kernels.masked_rows`) keeps the residual
-:math:`\Omega \odot (\tilde V - W H)` (float64, N x T): a row's b is one pass
-over it, its update another (fused with the next row's b), so a sweep costs
+:math:`\Omega \odot (\tilde V - W H)` (float64, N x T; its transpose for the W
+step, so that both steps run along its rows): a row's b and the previous
+row's update take one pass over it, so a sweep costs
 O(N T M), as a pass over V does. The sweeps per factor step are the
 unmasked solver's (its K, at most ``SWEEPS_MAX``, fewer when one decreases E
 by at most ``SWEEP_DELTA`` times the first), so that a full mask repeats its
@@ -80,8 +81,7 @@ INNER_STEPS = 5
 INNER_DELTA = 0.1
 
 
-def masked_sweep(X, Y, E, mask, D, rule, l1, transposed, sweeps=1, delta=0.0, inner_steps=1,
-                 inner_delta=0.0):
+def masked_sweep(X, Y, E, mask, D, rule, l1, sweeps=1, delta=0.0, inner_steps=1, inner_delta=0.0):
     """Up to ``sweeps`` sweeps of :func:`nmfsc._kernels.masked_rows.sweep_masked_rows`
     over the rows of X; returns a new array (X is not modified; the residual
     E is updated in place). The sweeps stop early when one decreases f by at
@@ -93,8 +93,18 @@ def masked_sweep(X, Y, E, mask, D, rule, l1, transposed, sweeps=1, delta=0.0, in
     first = None
     for _ in range(sweeps):
         decrease, _unchanged = _mr.sweep_masked_rows(
-            X, Y, E, mask, D, rule, float(l1), max_passes, transposed, inner_steps,
-            float(inner_delta), b, scratch,
+            X,
+            Y,
+            E,
+            mask,
+            D,
+            rule,
+            float(l1),
+            max_passes,
+            inner_steps,
+            float(inner_delta),
+            b,
+            scratch,
         )
         first = decrease if first is None else first
         if not decrease > delta * first:
@@ -115,7 +125,9 @@ class MaskedAcceleratedSteps(AcceleratedSteps):
             )
         super().__init__(data, n_components, sparseness_w, sparseness_h)
         self.mask = data.mask
+        self.mask_t = np.ascontiguousarray(data.mask.T)  # the W step's layout (T x N)
         self.weights = data.mask.astype(np.float64)  # Omega as 0/1, for the weights' products
+        self.V_t = np.ascontiguousarray(data.V.T, dtype=np.float64)
         self._last = None
 
     def residual(self, W, H):
@@ -128,6 +140,12 @@ class MaskedAcceleratedSteps(AcceleratedSteps):
         energy = 0.5 * inner(R, R)
         self._last = (W, H, R, energy)
         return R, energy
+
+    def residual_t(self, W, H):
+        """The residual's transpose (T x N, float64), the W step's layout."""
+        Y = np.asarray(H.T @ W.T, dtype=np.float64)
+        np.multiply(Y, self.mask_t, out=Y)
+        return np.subtract(self.V_t, Y, out=Y)
 
     def start(self, state):
         return self.objective(state["W"], state["H"])
@@ -145,22 +163,22 @@ class MaskedAcceleratedSteps(AcceleratedSteps):
             rule, l1 = _mr.RULE_NONNEG, 1.0
         else:
             rule, l1 = _mr.RULE_UNIT, self.proj_h.l1_unit
-        H = self._sweep(H, Wt, R, D, rule, l1, False, self.sweeps(T, N))
+        H = self._sweep(H, Wt, R, self.mask, D, rule, l1, self.sweeps(T, N))
         if self.proj_h is None and self.proj_w is not None:
             W, H = unit_rows(W, H)
             Wt = np.ascontiguousarray(W.T)
-        R = self.residual(W, H)[0].copy()
+        R_t = self.residual_t(W, H)
         D = (H * H) @ self.weights.T  # d of every column of W: (H o H) Omega^T
         if self.proj_w is None:
             rule, l1 = _mr.RULE_NONNEG, 1.0
         else:
             rule, l1 = _mr.RULE_SCALED, self.proj_w.l1_unit
-        Wt = self._sweep(Wt, H, R, D, rule, l1, True, self.sweeps(N, T))
+        Wt = self._sweep(Wt, H, R_t, self.mask_t, D, rule, l1, self.sweeps(N, T))
         W = np.ascontiguousarray(Wt.T)
         return {"W": W, "H": H}, self.objective(W, H), None
 
-    def _sweep(self, X, Y, R, D, rule, l1, transposed, sweeps):
+    @staticmethod
+    def _sweep(X, Y, R, mask, D, rule, l1, sweeps):
         return masked_sweep(
-            X, Y, R, self.mask, D, rule, l1, transposed, sweeps, SWEEP_DELTA, INNER_STEPS,
-            INNER_DELTA,
+            X, Y, R, mask, D, rule, l1, sweeps, SWEEP_DELTA, INNER_STEPS, INNER_DELTA
         )
