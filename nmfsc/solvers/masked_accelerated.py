@@ -42,19 +42,19 @@ never rises up to rounding; every row of a constrained factor is an output of
 the projection (times its norm), so the constraints hold at every iterate.
 With a mask that is true everywhere :math:`d_t = g_{kk}`,
 :math:`z = b / g_{kk}` and :math:`P(z) = P(b)`: the first step is the
-unmasked solver's exact update, the next ones change nothing, and the
-iterates are the unmasked solver's up to rounding (the full-mask identity).
+unmasked solver's exact update, a second one moves the row by rounding
+at most (and stops the row's steps), and the iterates are the unmasked
+solver's up to rounding (the full-mask identity).
 When only W is constrained, the rows of H are scaled to unit norm after
 the H sweeps, as in the unmasked solver.
 
 Cost. The kernel (:mod:`nmfsc._kernels.masked_rows`) keeps the residual
 :math:`\Omega \odot (\tilde V - W H)` (float64, N x T; its transpose for the W
 step, so that both steps run along its rows): a row's b and the previous
-row's update take one pass over it, so a sweep costs
-O(N T M), as a pass over V does. The sweeps per factor step are the
-unmasked solver's (its K, at most ``SWEEPS_MAX``, fewer when one decreases E
-by at most ``SWEEP_DELTA`` times the first), so that a full mask repeats its
-schedule.
+row's update take one pass over it, so a sweep costs O(N T M), as a pass
+over V does. The sweeps per factor step are the unmasked solver's (its K,
+at most ``SWEEPS_MAX``, fewer when one decreases E by at most
+``SWEEP_DELTA`` times the first), so that a full mask repeats its schedule.
 The residual and the weights (two products with :math:`\Omega`) are
 recomputed from W and H at every factor step, so the state is W and H alone
 and a checkpoint resumes bit-identically. The recorded objective is E after
