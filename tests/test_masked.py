@@ -225,11 +225,6 @@ def test_sparse_v_with_an_array_mask_is_refused():
         nmfsc.nmf_sc(S, 2, mask=np.ones(S.shape, dtype=bool))
 
 
-def test_accelerated_with_a_mask_is_refused(V, mask):
-    with pytest.raises(ValueError, match="does not take a mask"):
-        nmfsc.nmf_sc(V, M, mask=mask, solver="accelerated")
-
-
 def test_dask_with_a_mask_is_refused(V, mask):
     da = pytest.importorskip("dask.array")
     with pytest.raises(ValueError, match="masks are not supported there"):

@@ -12,9 +12,9 @@ is reported in the column ``holdout_error`` (:math:`\mathcal H` the hidden
 entries). Entries that are NaN with ``missing_values=np.nan`` are neither
 fitted nor scored.
 
-The fair rule for methods that cannot take a mask. ``nmf_sc`` and
-``nmf_euclidean`` fit the training entries only (their ``mask``,
-:mod:`nmfsc.solvers.masked`); every other method (the divergence and
+The fair rule for methods that cannot take a mask. ``nmf_sc`` (with either
+solver: ``nmf_sc_accelerated`` too) and ``nmf_euclidean`` fit the training
+entries only (their ``mask``, :mod:`nmfsc.solvers.masked`); every other method (the divergence and
 penalised solvers, scikit-learn's NMF) is fitted to V with each hidden or
 missing entry replaced by the mean of its row's training entries (the mean
 of all training entries for a row that has none), the usual imputation

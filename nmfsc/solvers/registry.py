@@ -22,6 +22,7 @@ from nmfsc.solvers.accelerated import AcceleratedSteps
 from nmfsc.solvers.dispatch import IN_MEMORY, SolverSpec, install, method_name, solver_specs
 from nmfsc.solvers.hoyer import HoyerSteps, nmf_sc
 from nmfsc.solvers.masked import MaskedEuclideanSteps, MaskedHoyerSteps
+from nmfsc.solvers.masked_accelerated import MaskedAcceleratedSteps
 from nmfsc.solvers.penalized import LiuSparseSteps, LocalSteps, local_nmf, sparse_nmf
 from nmfsc.solvers.standard import DivergenceSteps, EuclideanSteps, nmf_divergence, nmf_euclidean
 
@@ -61,6 +62,7 @@ SOLVERS: tuple[SolverSpec, ...] = (
         AcceleratedSteps,
         SPARSENESS,
         variant="accelerated",
+        masked_steps=MaskedAcceleratedSteps,
         squared_error=True,
         description="the same problem and start, solved by block coordinate descent",
     ),
@@ -120,9 +122,7 @@ def compared_solvers() -> tuple[str, ...]:
 
 
 def masked_solvers() -> tuple[str, ...]:
-    """The names of the public solvers that take ``mask=`` (their default
-    variant has masked steps), in table order."""
-    defaults: dict[str, SolverSpec] = {}
-    for spec in solver_specs():
-        defaults.setdefault(spec.name, spec)  # the first row of a name: its default variant
-    return tuple(name for name, spec in defaults.items() if spec.masked_steps is not None)
+    """The names (:func:`~nmfsc.solvers.dispatch.method_name`) of the rows that
+    take ``mask=`` (they have masked steps), in table order: ``nmf_sc``,
+    ``nmf_sc_accelerated``, ``nmf_euclidean``."""
+    return tuple(method_name(s) for s in solver_specs() if s.masked_steps is not None)

@@ -1,0 +1,184 @@
+r"""``nmf_sc(V, k, solver="accelerated", mask=...)``: block coordinate descent
+on the observed entries.
+
+The objective is the masked one of :mod:`nmfsc.solvers.masked`,
+
+.. math:: E(W, H) = \tfrac12 \lVert \Omega \odot (\tilde V - W H) \rVert_F^2,
+
+(:math:`\Omega` the mask, :math:`\tilde V` V divided by its largest observed
+entry; the unobserved entries are never read), over nmf_sc's constraint
+set, from nmf_sc's start. As the unmasked accelerated solver
+(:mod:`nmfsc.solvers.accelerated`), each iteration sweeps over the rows of
+H, then over the rows of :math:`W^T` (the columns of W). With the other rows
+fixed, E depends on a row :math:`x = h_k` of H through
+
+.. math:: f_k(x) = \tfrac12 \sum_t d_t x_t^2 - \langle b, x \rangle + \text{const},
+   \quad d_t = \sum_i \Omega_{it} W_{ik}^2, \quad
+   b_t = \sum_i \Omega_{it} W_{ik} R^{(k)}_{it},
+
+:math:`R^{(k)} = \tilde V - \sum_{j \ne k} w_j h_j` (for a column of W the
+same with the weights :math:`d_i = \sum_t \Omega_{it} H_{kt}^2` over its
+entries). The weights differ from entry to entry (without a mask every
+:math:`d_t` is :math:`g_{kk} = \lVert w_k \rVert^2`), so:
+
+* an unconstrained factor takes the exact minimiser entry by entry,
+  :math:`x_t = \max(0, b_t / d_t)` (masked HALS); an entry with
+  :math:`d_t = 0` (no observed entry weighs on it, f_k does not depend on it)
+  keeps its value;
+* a constrained row (``sparseness_h``: unit L2 norm at the target L1 norm;
+  ``sparseness_w``: the target sparseness at any norm) has no closed-form
+  minimiser. It takes majorised steps: with :math:`L = \max_t d_t`, f_k is
+  majorised at x by :math:`\tfrac L2 \lVert y - z \rVert^2 + \text{const}`,
+  :math:`z = x - (d \odot x - b) / L`, whose minimiser over the set is
+  :math:`P(z)`, Hoyer's projection (``sparseness_h``), or :math:`r\,u` with
+  :math:`u = P(z)` at unit norm and :math:`r = \langle z, u \rangle`
+  (``sparseness_w``; none when :math:`r \le 0`), the unmasked solver's rule
+  against the majoriser. b and d do not depend on x, so the step is repeated
+  on the row up to ``INNER_STEPS`` times (each O(n) plus a projection),
+  until one decreases f_k by at most ``INNER_DELTA`` times the first did.
+
+A row is replaced only when f_k, computed in the kernel, does not rise, so E
+never rises up to rounding; every row of a constrained factor is an output of
+the projection (times its norm), so the constraints hold at every iterate.
+With a mask that is true everywhere :math:`d_t = g_{kk}`,
+:math:`z = b / g_{kk}` and :math:`P(z) = P(b)`: the first step is the
+unmasked solver's exact update, a second one moves the row by rounding
+at most (and stops the row's steps), and the iterates are the unmasked
+solver's up to rounding (the full-mask identity).
+When only W is constrained, the rows of H are scaled to unit norm after
+the H sweeps, as in the unmasked solver.
+
+Cost. The kernel (:mod:`nmfsc._kernels.masked_rows`) keeps the residual
+:math:`\Omega \odot (\tilde V - W H)` (float64, N x T; its transpose for the W
+step, so that both steps run along its rows): a row's b and the previous
+row's update take one pass over it, so a sweep costs O(N T M), as a pass
+over V does. The sweeps per factor step are the unmasked solver's (its K,
+at most ``SWEEPS_MAX``, fewer when one decreases E by at most
+``SWEEP_DELTA`` times the first), so that a full mask repeats its schedule.
+The residual and the weights (two products with :math:`\Omega`) are
+recomputed from W and H at every factor step, so the state is W and H alone
+and a checkpoint resumes bit-identically. The recorded objective is E after
+the W step, computed exactly from a fresh :math:`\Omega \odot (W H)`.
+
+``mask="stored"`` (a scipy.sparse V) is refused: the residual would be kept
+at the stored entries, but this kernel keeps it dense.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nmfsc._kernels import masked_rows as _mr
+from nmfsc._kernels import projection as _proj
+from nmfsc.solvers._data import inner
+from nmfsc.solvers.accelerated import SWEEP_DELTA, AcceleratedSteps, unit_rows
+
+__all__ = ["MaskedAcceleratedSteps", "masked_sweep"]
+
+#: Majorised steps per constrained row and sweep.
+INNER_STEPS = 5
+#: A row's steps stop when one decreases f_k by at most this times the first.
+INNER_DELTA = 0.1
+
+
+def masked_sweep(X, Y, E, mask, D, rule, l1, sweeps=1, delta=0.0, inner_steps=1, inner_delta=0.0):
+    """Up to ``sweeps`` sweeps of :func:`nmfsc._kernels.masked_rows.sweep_masked_rows`
+    over the rows of X; returns a new array (X is not modified; the residual
+    E is updated in place). The sweeps stop early when one decreases f by at
+    most ``delta`` times the first one did."""
+    X = np.array(X, order="C")
+    n = X.shape[1]
+    b, scratch = np.empty(n), np.empty((4, n))
+    max_passes = _proj.max_filter_passes(n)
+    first = None
+    for _ in range(sweeps):
+        decrease, _unchanged = _mr.sweep_masked_rows(
+            X,
+            Y,
+            E,
+            mask,
+            D,
+            rule,
+            float(l1),
+            max_passes,
+            inner_steps,
+            float(inner_delta),
+            b,
+            scratch,
+        )
+        first = decrease if first is None else first
+        if not decrease > delta * first:
+            break
+    return X
+
+
+class MaskedAcceleratedSteps(AcceleratedSteps):
+    """One iteration of ``nmf_sc(solver="accelerated", mask=...)``: the H
+    sweeps, then the W sweeps (module docstring). The start is nmf_sc's; the
+    state is W and H."""
+
+    def __init__(self, data, n_components, sparseness_w, sparseness_h):
+        if data.sparse:
+            raise ValueError(
+                "solver='accelerated' does not take mask='stored' (a sparse V); use "
+                "solver='hoyer' with mask='stored', or a dense V with a boolean mask"
+            )
+        super().__init__(data, n_components, sparseness_w, sparseness_h)
+        self.mask = data.mask
+        self.mask_t = np.ascontiguousarray(data.mask.T)  # the W step's layout (T x N)
+        self.weights = data.mask.astype(np.float64)  # Omega as 0/1, for the weights' products
+        self.V_t = np.ascontiguousarray(data.V.T, dtype=np.float64)
+        self._last = None
+
+    def residual(self, W, H):
+        """``(Omega * (V - W H), E)``, float64, kept for the same (W, H) arrays."""
+        last = self._last
+        if last is not None and last[0] is W and last[1] is H:
+            return last[2], last[3]
+        R = self.data.V - self.data.product(W, H)
+        R = np.asarray(R, dtype=np.float64)
+        energy = 0.5 * inner(R, R)
+        self._last = (W, H, R, energy)
+        return R, energy
+
+    def residual_t(self, W, H):
+        """The residual's transpose (T x N, float64), the W step's layout."""
+        Y = np.asarray(H.T @ W.T, dtype=np.float64)
+        np.multiply(Y, self.mask_t, out=Y)
+        return np.subtract(self.V_t, Y, out=Y)
+
+    def start(self, state):
+        return self.objective(state["W"], state["H"])
+
+    def objective(self, W, H):
+        return self.residual(W, H)[1]
+
+    def step(self, state):
+        W, H = state["W"], state["H"]
+        N, T = self.data.shape
+        R = self.residual(W, H)[0].copy()  # the sweeps update it in place
+        Wt = np.ascontiguousarray(W.T)
+        D = (Wt * Wt) @ self.weights  # d of every row of H: (W o W)^T Omega
+        if self.proj_h is None:
+            rule, l1 = _mr.RULE_NONNEG, 1.0
+        else:
+            rule, l1 = _mr.RULE_UNIT, self.proj_h.l1_unit
+        H = self._sweep(H, Wt, R, self.mask, D, rule, l1, self.sweeps(T, N))
+        if self.proj_h is None and self.proj_w is not None:
+            W, H = unit_rows(W, H)
+            Wt = np.ascontiguousarray(W.T)
+        R_t = self.residual_t(W, H)
+        D = (H * H) @ self.weights.T  # d of every column of W: (H o H) Omega^T
+        if self.proj_w is None:
+            rule, l1 = _mr.RULE_NONNEG, 1.0
+        else:
+            rule, l1 = _mr.RULE_SCALED, self.proj_w.l1_unit
+        Wt = self._sweep(Wt, H, R_t, self.mask_t, D, rule, l1, self.sweeps(N, T))
+        W = np.ascontiguousarray(Wt.T)
+        return {"W": W, "H": H}, self.objective(W, H), None
+
+    @staticmethod
+    def _sweep(X, Y, R, mask, D, rule, l1, sweeps):
+        return masked_sweep(
+            X, Y, R, mask, D, rule, l1, sweeps, SWEEP_DELTA, INNER_STEPS, INNER_DELTA
+        )
