@@ -99,7 +99,6 @@ def test_site_serves_mathjax_itself():
     assert any(p.name == path and p.is_file() for p in served)
 
 
-
 def test_gallery_animation_links_no_cdn_stylesheet():
     # matplotlib's JavaScript animation (the projection example) links Font
     # Awesome from a CDN; conf.py drops that link from the gallery's pages and
@@ -121,6 +120,7 @@ def test_gallery_animation_links_no_cdn_stylesheet():
     assert "anim-slider" in source[0] and source[0].endswith("after")
     # The buttons keep a visible label: no Font Awesome 4 icon is left unmapped.
     assert '<i class="fa ' not in source[0]
+
 
 def _blas_limits_restored():
     try:
