@@ -751,6 +751,17 @@ def project_vector(x, l1, l2, nonneg, method, out, max_filter_passes):
 
 
 @njit(cache=True)
+def project_vector_threaded(x, l1, l2, nonneg, method, out, max_filter_passes):
+    """:func:`project_vector` with the passes of the fast method's bracketing
+    path (n >= ``BRACKET_MIN_N``) run on all of numba's threads, by chunks of
+    a length fixed by n alone (``bracket.CHUNK``): the same bits as
+    :func:`project_vector` on any number of threads. The exact kernel (the
+    paper's method, a counted or fallen-back fast one) runs on one thread.
+    Numba's threading layer is launched: call it from one thread at a time."""
+    return _project_vector(x, l1, l2, nonneg, method, out, max_filter_passes, 0, True)
+
+
+@njit(cache=True)
 def project_vector_guided(x, l1, l2, nonneg, method, out, max_filter_passes, guide):
     """:func:`project_vector` told the support size to expect (``guide``; 0:
     none). The fast method's bracketing path (n >= ``BRACKET_MIN_N``) then
@@ -759,16 +770,19 @@ def project_vector_guided(x, l1, l2, nonneg, method, out, max_filter_passes, gui
     vector can throw far off (``bracket.shape_into``), and needs fewer full
     passes. The guide moves only the start: the result is the same
     projection, with last bits that may differ from the unguided call's."""
+    return _project_vector(x, l1, l2, nonneg, method, out, max_filter_passes, guide, False)
+
+
+@njit(cache=True)
+def _project_vector(x, l1, l2, nonneg, method, out, max_filter_passes, guide, threaded):
+    """:func:`project_vector_guided`, its bracketing path's passes on all
+    threads if ``threaded``."""
     n = x.shape[0]
     if method == METHOD_FAST and n >= BRACKET_MIN_N:
         rho = l1 / l2
         if rho > 1.0 and rho * rho < n:
-            passes = bracket_shape_into(x, nonneg, rho, l1, l2, out, guide)
+            passes = bracket_shape_into(x, nonneg, rho, l1, l2, out, guide, threaded)
             if passes >= 0:
-                if not nonneg:
-                    for i in range(n):
-                        if x[i] < 0.0:
-                            out[i] = -out[i]
                 return STATUS_OK, passes
     finite, scale, total, lo, hi, delta, c2 = _scaled_stats(x, nonneg)
     if not finite:
