@@ -92,7 +92,7 @@ def main(argv=None):
                     raise SystemExit(f"different bits in two runs on {t} threads, n = {row['n']}")
                 if key not in best or row["best"] < best[key]["best"]:
                     best[key] = row
-    print(f"| n | threads | ms per vector | CPU ms per call | one np.sum (ms) | speed-up |")
+    print("| n | threads | ms per vector | CPU ms per call | one np.sum (ms) | speed-up |")
     print("|---|---|---|---|---|---|")
     failed = False
     lines = []

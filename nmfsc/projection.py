@@ -40,6 +40,14 @@ both return ``l2`` at the largest entry and exact zeros elsewhere. Results do
 not depend on how ``x`` is laid out in memory: a strided column, its contiguous
 copy and the same column in :func:`project_batch` give identical bits.
 
+A vector of 2^17 entries or more is projected on all of numba's threads
+(``NUMBA_NUM_THREADS``) by :func:`project`, and by :func:`project_batch`
+when it has fewer vectors than threads, when called from the main thread:
+the fast method's passes run over chunks of a fixed length (32,768
+entries), whose sums are added in order, so the bits are the same on any
+number of threads. (The paper's method, and a fast one asked for its
+passes, run on one thread.)
+
 Computation is in float64 whatever the input dtype (float32 input is accepted
 and converted); the results are float64.
 
@@ -341,7 +349,10 @@ def project_batch(
         of W in NMF), 1 the rows (as the rows of H).
     nonneg, method : see :func:`project`.
     parallel : bool, default False
-        Use the multi-threaded build of the same kernel. Results are identical.
+        Use the multi-threaded build of the same kernel (the vectors on all
+        threads at once). Results are identical. Whatever it says, fewer long
+        vectors than threads are projected one at a time on all threads
+        (module docstring).
     return_passes : bool
         Also return the passes of every vector.
 

@@ -65,10 +65,15 @@ Sums. Every sum is taken in an order written out in the source, with no
 fastmath, so that all compiled specializations (a strided or a contiguous
 vector, the serial and the parallel batch build) give the same bits: entry i
 goes to lane i % 16 of a lane row, the rows are folded by a fixed tree, and
-the tail is added in index order. The lane rows are arrays on the stack
-(:func:`stack_lanes`), which LLVM keeps in vector registers (two AVX-512 or
-four AVX2 registers a row); rows in heap arrays stay in memory, and the
-loops then wait on store-to-load forwarding, several times slower. The level
+the tail is added in index order. A vector longer than :data:`CHUNK`
+(32,768) is summed that way chunk by chunk, and the chunks' sums are added
+in index order; the band pass gathers each chunk's band at the chunk's
+offset and then moves the pieces together. The chunks depend on n alone, so
+they run on any number of threads (``threaded``) with the same bits. The
+lane rows are arrays on the stack (:func:`stack_lanes`), which LLVM keeps
+in vector registers (two AVX-512 or four AVX2 registers a row); rows in heap
+arrays stay in memory, and the loops then wait on store-to-load forwarding,
+several times slower. The level
 pass's g adds w * d for every entry (w = 1 above the level, else 0), so a NaN
 (0 * NaN) or infinite entry makes it NaN or infinite: no sum reaches the
 solve before the input is known finite.
