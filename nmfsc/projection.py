@@ -63,6 +63,7 @@ import math
 import threading
 from typing import Literal, TypeGuard, overload
 
+import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -461,8 +462,14 @@ def _columns_kernel(X, l1, l2, nonneg, code, parallel):
     out = np.empty_like(X)
     status = np.zeros(count, dtype=np.int64)
     passes = np.zeros(count, dtype=np.int64)
-    kernel = _k.project_columns_parallel if parallel else _k.project_columns
-    kernel(X, l1, l2, bool(nonneg), code, out, status, passes, _k.max_filter_passes(X.shape[0]))
+    maxp = _k.max_filter_passes(X.shape[0])
+    if parallel:
+        groups = numba.get_num_threads()
+        _k.project_columns_parallel(
+            X, l1, l2, bool(nonneg), code, out, status, passes, maxp, groups
+        )
+    else:
+        _k.project_columns(X, l1, l2, bool(nonneg), code, out, status, passes, maxp, 1)
     return out, status, passes
 
 

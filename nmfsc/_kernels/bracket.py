@@ -145,7 +145,7 @@ _MIN_C2 = 2.0**-800
 # Level passes (Newton steps on the whole vector) at most.
 _MAX_LEVEL_PASSES = 3
 # Level and band passes at most before falling back to the exact kernel.
-_MAX_PASSES = 6
+MAX_PASSES = 6
 # A band the sample expects to hold more than n / _MAX_BAND_SHARE entries
 # asks for another level pass instead (at the band's centre).
 _MAX_BAND_SHARE = 16
@@ -802,7 +802,7 @@ def bracket_shape_into(x, nonneg, rho, l1, l2, out, guide, threaded=False):
     threads (the same result). Returns the number of passes (full passes over
     x plus the exact passes on the band), or -1 when the caller must use the
     exact kernel instead (nothing useful in out)."""
-    return shape_into(x, nonneg, rho, l1, l2, out, guide, _MAX_PASSES, CHUNK, threaded)
+    return shape_into(x, nonneg, rho, l1, l2, out, guide, MAX_PASSES, CHUNK, threaded)
 
 
 @njit(cache=True, error_model="numpy")
@@ -810,10 +810,39 @@ def shape_into(x, nonneg, rho, l1, l2, out, guide, max_passes, chunk=CHUNK, thre
     """:func:`bracket_shape_into` with the number of level and band passes
     allowed (tests force a fallback with 1: one level pass, no band pass) and
     the chunk length of the passes (tests compare chunks against one)."""
+    passes, mm, t, c, sce, dbar = shape_map(
+        x, nonneg, rho, l1, l2, out, guide, max_passes, chunk, threaded
+    )
+    if passes < 0:
+        return -1
+    if threaded:
+        _write_chunks_threaded(x, nonneg, mm, t, c, sce, dbar, l2, out, chunk)
+    else:
+        _write_chunk(x, nonneg, mm, t, c, sce, dbar, l2, out)
+    return passes
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def shape_value(v, nonneg, mm, t, c, sce, dbar, l2):
+    """The projection's entry for an entry v of x, given the map of
+    :func:`shape_map`: l2 * max(s(|v|), 0) with v's sign (as the write pass)."""
+    y = v if nonneg else abs(v)
+    s = mm + t * ((y - c) * sce - dbar)
+    r = l2 * s if s > 0.0 else 0.0
+    return -r if (not nonneg) and v < 0.0 else r
+
+
+@njit(cache=True, error_model="numpy")
+def shape_map(x, nonneg, rho, l1, l2, scratch, guide, max_passes, chunk, threaded):
+    """The passes of :func:`shape_into` without the write: (passes, mm, t, c,
+    sce, dbar), the projection being l2 * max(mm + t * ((y - c) * sce - dbar), 0)
+    (:func:`shape_value`); passes = -1 where the exact kernel must decide.
+    ``scratch`` (n entries) takes the band."""
+    out = scratch
     n = x.shape[0]
     z, zlo, zhi, finite = _sample(x, nonneg, n)
     if not finite or zhi <= zlo:
-        return -1
+        return -1, 0.0, 0.0, 0.0, 1.0, 0.0
     m = z.shape[0]
     if 0 < guide <= n:
         level = _select(z, zlo, zhi, guide * m / n)
@@ -839,7 +868,7 @@ def shape_into(x, nonneg, rho, l1, l2, out, guide, max_passes, chunk=CHUNK, thre
             k, g, h = _level_pass(x, nonneg, level, scale, chunk, threaded)
             if not (math.isfinite(g) and math.isfinite(h)):
                 # A NaN or +-inf entry (or an overflow) makes g NaN or infinite.
-                return -1
+                return -1, 0.0, 0.0, 0.0, 1.0, 0.0
             if k > 0.0:
                 # A pilot centre where the sample has too few entries: the
                 # mean of the entries above the level.
@@ -862,7 +891,7 @@ def shape_into(x, nonneg, rho, l1, l2, out, guide, max_passes, chunk=CHUNK, thre
                 out, kb, int(ks), s1, s2, rho, c, sce
             )
             if status == 1:
-                return -1
+                return -1, 0.0, 0.0, 0.0, 1.0, 0.0
             passes += band_passes
             if status == 3:
                 # Repeat the band pass with a pilot nearer the support's mean.
@@ -896,13 +925,13 @@ def shape_into(x, nonneg, rho, l1, l2, out, guide, max_passes, chunk=CHUNK, thre
                 z, zlo, zhi, n, level, k, g, h, sce, rho, below, above
             )
         if not ok:
-            return -1
+            return -1, 0.0, 0.0, 0.0, 1.0, 0.0
         # A band the sample expects to hold more than n / _MAX_BAND_SHARE
         # entries asks for another level pass (at most _MAX_LEVEL_PASSES).
         expected = (_count_above(z, lo) - _count_above(z, hi)) * (n / m)
         do_level = expected * _MAX_BAND_SHARE > n and level_passes < _MAX_LEVEL_PASSES
     if not solved:
-        return -1
+        return -1, 0.0, 0.0, 0.0, 1.0, 0.0
     # Input that (nearly) meets the targets already is the exact kernel's to
     # decide (it returns it unchanged): then l2 * s(v) = v on the support, at
     # its mean and at its top.
@@ -911,12 +940,8 @@ def shape_into(x, nonneg, rho, l1, l2, out, guide, max_passes, chunk=CHUNK, thre
     for v in (c, top):
         near &= abs(l2 * (mm + t * ((v - c) * sce - dbar)) - v) <= _NEAR_FEASIBLE * abs(top)
     if near:
-        return -1
-    if threaded:
-        _write_chunks_threaded(x, nonneg, mm, t, c, sce, dbar, l2, out, chunk)
-    else:
-        _write_chunk(x, nonneg, mm, t, c, sce, dbar, l2, out)
-    return passes + 1
+        return -1, 0.0, 0.0, 0.0, 1.0, 0.0
+    return passes + 1, mm, t, c, sce, dbar
 
 
 @njit(cache=True, error_model="numpy")
