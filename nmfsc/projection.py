@@ -40,6 +40,14 @@ both return ``l2`` at the largest entry and exact zeros elsewhere. Results do
 not depend on how ``x`` is laid out in memory: a strided column, its contiguous
 copy and the same column in :func:`project_batch` give identical bits.
 
+A vector of 2^17 entries or more is projected on all of numba's threads
+(``NUMBA_NUM_THREADS``) by :func:`project`, and by :func:`project_batch`
+when it has fewer vectors than threads, when called from the main thread:
+the fast method's passes run over chunks of a fixed length (32,768
+entries), whose sums are added in order, so the bits are the same on any
+number of threads. (The paper's method, and a fast one asked for its
+passes, run on one thread.)
+
 Computation is in float64 whatever the input dtype (float32 input is accepted
 and converted); the results are float64.
 
@@ -52,12 +60,15 @@ same error either way.
 from __future__ import annotations
 
 import math
+import threading
 from typing import Literal, TypeGuard, overload
 
+import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nmfsc._kernels import projection as _k
+from nmfsc._threads import threads
 from nmfsc._validation import as_float_array, reject_masked
 
 __all__ = ["project", "project_batch", "register_array_projection"]
@@ -76,6 +87,10 @@ _FLOAT64 = np.dtype(np.float64)
 # at this n, stay in cache); longer ones are transposed whole, tile by tile
 # (_k.transpose_into), which streams better than gathering them from memory.
 _COLUMNS_MAX_N = 16384
+# The shortest vector that project and project_batch project on all threads
+# (the fast method's passes in chunks of bracket.CHUNK, 32,768 entries:
+# at least four of them; below, starting the threads costs more than they save).
+_THREADED_MIN_N = 1 << 17
 
 
 # (accepts, project_batch) of each registered kind of device array (the GPU
@@ -261,9 +276,8 @@ def project(
             and t2 * (1.0 - _TARGET_RTOL) <= t1 <= math.sqrt(n) * t2 * (1.0 + _TARGET_RTOL)
         ):
             out = np.empty(n)
-            status, passes = _k.project_vector(
-                x, t1, t2, bool(nonneg), code, out, _k.max_filter_passes(n)
-            )
+            kernel = _k.project_vector_threaded if _threaded(n, 1) else _k.project_vector
+            status, passes = kernel(x, t1, t2, bool(nonneg), code, out, _k.max_filter_passes(n))
             if status == _k.STATUS_OK:
                 return (out, int(passes)) if return_passes else out
     return _project_checked(x, l1, l2, nonneg, method, return_passes)
@@ -281,9 +295,8 @@ def _project_checked(x, l1, l2, nonneg, method, return_passes):
     n = x.shape[0]
     l1a, l2a = _check_targets(l1, l2, n, 1)
     out = np.empty(n)
-    status, passes = _k.project_vector(
-        x, l1a[0], l2a[0], bool(nonneg), code, out, _k.max_filter_passes(n)
-    )
+    kernel = _k.project_vector_threaded if _threaded(n, 1) else _k.project_vector
+    status, passes = kernel(x, l1a[0], l2a[0], bool(nonneg), code, out, _k.max_filter_passes(n))
     if status == _k.STATUS_NONFINITE:
         raise ValueError("x contains NaN or infinity")
     return (out, int(passes)) if return_passes else out
@@ -337,7 +350,10 @@ def project_batch(
         of W in NMF), 1 the rows (as the rows of H).
     nonneg, method : see :func:`project`.
     parallel : bool, default False
-        Use the multi-threaded build of the same kernel. Results are identical.
+        Use the multi-threaded build of the same kernel (the vectors on all
+        threads at once). Results are identical. Whatever it says, fewer long
+        vectors than threads are projected one at a time on all threads
+        (module docstring).
     return_passes : bool
         Also return the passes of every vector.
 
@@ -391,7 +407,12 @@ def _batch_kernel(vectors, l1, l2, nonneg, code, parallel):
     out = np.empty_like(vectors)
     passes = np.zeros(count, dtype=np.int64)
     maxp = _k.max_filter_passes(n)
-    if parallel:
+    if _threaded(n, count):
+        status = np.zeros(count, dtype=np.int64)
+        l1a, l2a = np.full(count, l1), np.full(count, l2)
+        _rows_threaded(vectors, l1a, l2a, nonneg, code, out, status, passes)
+        bad = status.any()
+    elif parallel:
         status = np.zeros(count, dtype=np.int64)
         l1a, l2a = np.full(count, l1), np.full(count, l2)
         _k.project_rows_parallel(vectors, l1a, l2a, bool(nonneg), code, out, status, passes, maxp)
@@ -399,6 +420,30 @@ def _batch_kernel(vectors, l1, l2, nonneg, code, parallel):
     else:
         bad = _k.project_rows_same_targets(vectors, l1, l2, bool(nonneg), code, out, passes, maxp)
     return None if bad else (out, passes)
+
+
+def _threaded(n, count):
+    """Whether ``count`` vectors of length n are projected one at a time,
+    each on all threads (``_k.project_vector_threaded``): when they are long
+    (at least ``_THREADED_MIN_N``), fewer than the threads, and this is the
+    main thread (numba's threading layer may refuse to be entered from two
+    threads at once; a thread of nmfsc._threads' pool has its own share of
+    the cores)."""
+    return (
+        n >= _THREADED_MIN_N
+        and count < threads()
+        and threading.current_thread() is threading.main_thread()
+    )
+
+
+def _rows_threaded(vectors, l1, l2, nonneg, code, out, status, passes):
+    """The rows of ``vectors`` projected one after the other, each on all
+    threads (the same bits as ``_k.project_rows``)."""
+    maxp = _k.max_filter_passes(vectors.shape[1])
+    for r in range(vectors.shape[0]):
+        status[r], passes[r] = _k.project_vector_threaded(
+            vectors[r], l1[r], l2[r], bool(nonneg), code, out[r], maxp
+        )
 
 
 def _transposed(X):
@@ -417,8 +462,14 @@ def _columns_kernel(X, l1, l2, nonneg, code, parallel):
     out = np.empty_like(X)
     status = np.zeros(count, dtype=np.int64)
     passes = np.zeros(count, dtype=np.int64)
-    kernel = _k.project_columns_parallel if parallel else _k.project_columns
-    kernel(X, l1, l2, bool(nonneg), code, out, status, passes, _k.max_filter_passes(X.shape[0]))
+    maxp = _k.max_filter_passes(X.shape[0])
+    if parallel:
+        groups = numba.get_num_threads()
+        _k.project_columns_parallel(
+            X, l1, l2, bool(nonneg), code, out, status, passes, maxp, groups
+        )
+    else:
+        _k.project_columns(X, l1, l2, bool(nonneg), code, out, status, passes, maxp, 1)
     return out, status, passes
 
 
@@ -445,8 +496,11 @@ def _project_batch_checked(X, l1, l2, axis, nonneg, method, parallel, return_pas
     out = np.empty_like(vectors)
     status = np.zeros(count, dtype=np.int64)
     passes = np.zeros(count, dtype=np.int64)
-    kernel = _k.project_rows_parallel if parallel else _k.project_rows
-    kernel(vectors, l1a, l2a, bool(nonneg), code, out, status, passes, _k.max_filter_passes(n))
+    if _threaded(n, count):
+        _rows_threaded(vectors, l1a, l2a, nonneg, code, out, status, passes)
+    else:
+        kernel = _k.project_rows_parallel if parallel else _k.project_rows
+        kernel(vectors, l1a, l2a, bool(nonneg), code, out, status, passes, _k.max_filter_passes(n))
     _raise_nonfinite("X", status, axis)
     result = out.T if axis == 0 else out
     result = np.ascontiguousarray(result)

@@ -6,7 +6,7 @@ Hypothesis draws adversarial vectors (ties, zeros, signs, scales from 1e-300 to
 
 import numpy as np
 import pytest
-from hypothesis import assume, example, given
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from projection_reference import assert_feasible, norm2, reference_enumerate, reference_sorted
@@ -245,3 +245,41 @@ def test_sweep_constraints(kind):
             peak = max(np.max(np.abs(x)), l2)
             d = [np.linalg.norm((r - x) / peak) for r in results]
             assert abs(d[0] - d[1]) <= 1e-9 * max(1.0, d[0])
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(1024, 4100),
+    count=st.integers(1, 20),
+    kinds=st.lists(st.sampled_from(["normal", "ties", "zeros", "flat", "one"]), min_size=1),
+    target=st.floats(0.0, 1.0),
+    nonneg=st.booleans(),
+    dtype=st.sampled_from([np.float64, np.float32]),
+    parallel=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_long_columns_are_the_bits_of_the_transposed_rows(
+    n, count, kinds, target, nonneg, dtype, parallel, seed
+):
+    """project_batch(axis=0) writes a long column from the bracketing path's
+    map while it turns the block back (or copies an exact kernel's result):
+    the same bits as axis=1 on the transpose, for any mix of columns that
+    take either path, any block width, float32 and both signs."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, count))
+    for j in range(count):
+        kind = kinds[j % len(kinds)]
+        if kind == "ties":
+            X[:, j] = np.round(X[:, j], 1)
+        elif kind == "zeros":
+            X[rng.random(n) < 0.8, j] = 0.0
+        elif kind == "flat":
+            X[:, j] = 0.5
+        elif kind == "one":
+            X[:, j] = 0.0
+            X[j % n, j] = 2.0
+    X = X.astype(dtype)
+    l1 = l1_for_sparseness(target, n)
+    columns = project_batch(X, l1, 1.0, axis=0, nonneg=nonneg, parallel=parallel)
+    rows = project_batch(np.ascontiguousarray(X.T), l1, 1.0, axis=1, nonneg=nonneg)
+    assert columns.tobytes() == np.ascontiguousarray(rows.T).tobytes()

@@ -65,10 +65,15 @@ Sums. Every sum is taken in an order written out in the source, with no
 fastmath, so that all compiled specializations (a strided or a contiguous
 vector, the serial and the parallel batch build) give the same bits: entry i
 goes to lane i % 16 of a lane row, the rows are folded by a fixed tree, and
-the tail is added in index order. The lane rows are arrays on the stack
-(:func:`stack_lanes`), which LLVM keeps in vector registers (two AVX-512 or
-four AVX2 registers a row); rows in heap arrays stay in memory, and the
-loops then wait on store-to-load forwarding, several times slower. The level
+the tail is added in index order. A vector longer than :data:`CHUNK`
+(32,768) is summed that way chunk by chunk, and the chunks' sums are added
+in index order; the band pass gathers each chunk's band at the chunk's
+offset and then moves the pieces together. The chunks depend on n alone, so
+they run on any number of threads (``threaded``) with the same bits. The
+lane rows are arrays on the stack (:func:`stack_lanes`), which LLVM keeps
+in vector registers (two AVX-512 or four AVX2 registers a row); rows in heap
+arrays stay in memory, and the loops then wait on store-to-load forwarding,
+several times slower. The level
 pass's g adds w * d for every entry (w = 1 above the level, else 0), so a NaN
 (0 * NaN) or infinite entry makes it NaN or infinite: no sum reaches the
 solve before the input is known finite.
@@ -98,7 +103,7 @@ import math
 
 import numba
 import numpy as np
-from numba import njit, types
+from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -118,6 +123,14 @@ def power_of_two_scale(maxabs):
 # CBCL's 361 entries (the timings are in benchmarks/README.md).
 BRACKET_MIN_N = 1024
 
+# Entries in a chunk of the passes over a long vector (a multiple of _LANES):
+# every pass sums each chunk on its own and then adds the chunks' sums in
+# order, and gathers each chunk's band at the chunk's own offset, so that the
+# chunks can run on any number of threads with the same result (the
+# partition depends on the length only). A vector of at most CHUNK entries is
+# one chunk: its passes are the unchunked ones.
+CHUNK = 1 << 15
+
 # Lanes of the fixed-order sums: 16 float64 lanes, two AVX-512 or four AVX2
 # registers per summed quantity.
 _LANES = 16
@@ -132,7 +145,7 @@ _MIN_C2 = 2.0**-800
 # Level passes (Newton steps on the whole vector) at most.
 _MAX_LEVEL_PASSES = 3
 # Level and band passes at most before falling back to the exact kernel.
-_MAX_PASSES = 6
+MAX_PASSES = 6
 # A band the sample expects to hold more than n / _MAX_BAND_SHARE entries
 # asks for another level pass instead (at the band's centre).
 _MAX_BAND_SHARE = 16
@@ -190,6 +203,12 @@ def _fold(row):
 
 
 @njit(cache=True, error_model="numpy")
+def _chunks(n, chunk):
+    """The chunks of ``chunk`` entries (the last one shorter) covering n."""
+    return (n + chunk - 1) // chunk
+
+
+@njit(cache=True, error_model="numpy")
 def sample_size(n):
     """Entries in the strided sample: n / 16, clamped to [256, 2048]."""
     return min(max(n // 16, 256), 2048)
@@ -215,7 +234,7 @@ def _sample(x, nonneg, n):
 def _level_sums(z, a, scale):
     """(k, g, h) over the sample: k = #{z > a}, g = sum(d), h = sum(d^2),
     d = (z - a) * scale, in lane rows (a fixed order)."""
-    return _level_pass(z, True, a, scale)
+    return _level_chunk(z, True, a, scale)
 
 
 @njit(cache=True, error_model="numpy")
@@ -363,13 +382,12 @@ def _pilot(z, zhi, threshold, fallback):
 
 
 @njit(cache=True, error_model="numpy")
-def _level_pass(x, nonneg, a, scale):
-    """One pass over y: over y > a, the count k and g = sum(d), h = sum(d^2)
-    with d = (y - a) * scale (a power of two). Returns (k, g, h).
-
-    g is the proof of finiteness: each entry adds w * d with w = 1 if d > 0,
-    else 0, so a NaN (0 * NaN), +inf (1 * inf) or -inf (0 * -inf) entry makes
-    it NaN or infinite."""
+def _level_chunk(x, nonneg, a, scale):
+    """The sums of :func:`_level_pass` over x (one chunk, or all of a short
+    vector): entry i in lane i % _LANES, the lanes folded, the tail added in
+    order. (A chunk is passed as a slice: indices from a start known to be
+    non-negative are what lets LLVM drop numba's wraparound test and
+    vectorise the lanes.)"""
     n = x.shape[0]
     head = n - n % _LANES
     r0 = _zeroed(numba.carray(stack_lanes(_LANES), _LANES))
@@ -399,18 +417,53 @@ def _level_pass(x, nonneg, a, scale):
     return k, g, h
 
 
-@njit(cache=True, error_model="numpy")
-def _band_pass(x, nonneg, lo, hi, c, sce, buf):
-    """One pass over y: the count ks and the moments s1 = sum(e), s2 = sum(e^2),
-    e = (y - c) * sce, of the sure part y > hi; and the band lo < y <= hi
-    gathered into buf, in order. Returns (kb, ks, s1, s2).
+def _level_chunks_body(x, nonneg, a, scale, chunk, parts):
+    """parts[c] = the sums of chunk c (:func:`_level_chunk`)."""
+    n = x.shape[0]
+    for c in prange(parts.shape[0]):
+        i0 = c * chunk
+        k, g, h = _level_chunk(x[i0 : min(i0 + chunk, n)], nonneg, a, scale)
+        parts[c, 0] = k
+        parts[c, 1] = g
+        parts[c, 2] = h
 
-    The masked sums run in the lane rows (a vectorised map) with a flag for
-    the block of 16 entries; only a block with a band entry is copied, by a
-    branch-free loop (a store with a running index in the summing loop would
-    make it scalar). The input must be known finite: a NaN entry is in
-    neither part.
-    """
+
+# One body, two builds (as projection.project_rows): the threaded build is not
+# cached, numba's cache being keyed on the Python function they share.
+_level_chunks = njit(cache=True, error_model="numpy")(_level_chunks_body)
+_level_chunks_threaded = njit(parallel=True, error_model="numpy")(_level_chunks_body)
+
+
+@njit(cache=True, error_model="numpy")
+def _level_pass(x, nonneg, a, scale, chunk, threaded):
+    """One pass over y: over y > a, the count k and g = sum(d), h = sum(d^2)
+    with d = (y - a) * scale (a power of two). Returns (k, g, h).
+
+    By chunks of ``chunk`` entries (:func:`_chunks`), on all threads if
+    ``threaded``. g is the proof of finiteness: each entry adds w * d with
+    w = 1 if d > 0, else 0, so a NaN (0 * NaN), +inf (1 * inf) or -inf
+    (0 * -inf) entry makes it NaN or infinite."""
+    n = x.shape[0]
+    if n <= chunk:
+        return _level_chunk(x, nonneg, a, scale)
+    parts = np.empty((_chunks(n, chunk), 3))
+    if threaded:
+        _level_chunks_threaded(x, nonneg, a, scale, chunk, parts)
+    else:
+        _level_chunks(x, nonneg, a, scale, chunk, parts)
+    k, g, h = parts[0, 0], parts[0, 1], parts[0, 2]
+    for c in range(1, parts.shape[0]):
+        k += parts[c, 0]
+        g += parts[c, 1]
+        h += parts[c, 2]
+    return k, g, h
+
+
+@njit(cache=True, error_model="numpy")
+def _band_chunk(x, nonneg, lo, hi, c, sce, buf):
+    """:func:`_band_pass` over x (one chunk, or all of a short vector; a
+    slice, as in :func:`_level_chunk`), the band gathered into buf, of x's
+    length. Returns (kb, ks, s1, s2)."""
     n = x.shape[0]
     head = n - n % _LANES
     r0 = _zeroed(numba.carray(stack_lanes(_LANES), _LANES))
@@ -448,6 +501,84 @@ def _band_pass(x, nonneg, lo, hi, c, sce, buf):
             buf[kb] = v
             kb += 1
     return kb, ks, s1, s2
+
+
+def _band_chunks_body(x, nonneg, lo, hi, c, sce, buf, chunk, parts):
+    """parts[c] = (kb, ks, s1, s2) of chunk c (:func:`_band_chunk`)."""
+    n = x.shape[0]
+    for q in prange(parts.shape[0]):
+        i0 = q * chunk
+        i1 = min(i0 + chunk, n)
+        kb, ks, s1, s2 = _band_chunk(x[i0:i1], nonneg, lo, hi, c, sce, buf[i0:i1])
+        parts[q, 0] = kb
+        parts[q, 1] = ks
+        parts[q, 2] = s1
+        parts[q, 3] = s2
+
+
+_band_chunks = njit(cache=True, error_model="numpy")(_band_chunks_body)
+_band_chunks_threaded = njit(parallel=True, error_model="numpy")(_band_chunks_body)
+
+
+@njit(cache=True, error_model="numpy")
+def _band_pass(x, nonneg, lo, hi, c, sce, buf, chunk, threaded):
+    """One pass over y: the count ks and the moments s1 = sum(e), s2 = sum(e^2),
+    e = (y - c) * sce, of the sure part y > hi; and the band lo < y <= hi
+    gathered into buf, in order. Returns (kb, ks, s1, s2).
+
+    The masked sums run in the lane rows (a vectorised map) with a flag for
+    the block of 16 entries; only a block with a band entry is copied, by a
+    branch-free loop (a store with a running index in the summing loop would
+    make it scalar). By chunks of ``chunk`` entries (:func:`_chunks`), on all
+    threads if ``threaded``: each chunk gathers its band at its own offset,
+    and the pieces are then moved together in order. The input must be
+    known finite: a NaN entry is in neither part.
+    """
+    n = x.shape[0]
+    if n <= chunk:
+        return _band_chunk(x, nonneg, lo, hi, c, sce, buf)
+    parts = np.empty((_chunks(n, chunk), 4))
+    if threaded:
+        _band_chunks_threaded(x, nonneg, lo, hi, c, sce, buf, chunk, parts)
+    else:
+        _band_chunks(x, nonneg, lo, hi, c, sce, buf, chunk, parts)
+    kb = int(parts[0, 0])
+    ks, s1, s2 = parts[0, 1], parts[0, 2], parts[0, 3]
+    for q in range(1, parts.shape[0]):
+        start = q * chunk
+        for j in range(int(parts[q, 0])):
+            buf[kb + j] = buf[start + j]
+        kb += int(parts[q, 0])
+        ks += parts[q, 1]
+        s1 += parts[q, 2]
+        s2 += parts[q, 3]
+    return kb, ks, s1, s2
+
+
+@njit(cache=True, error_model="numpy")
+def _write_chunk(x, nonneg, mm, t, c, sce, dbar, l2, out):
+    """out = l2 * max(s(y), 0), with x's signs for the signed variant (a
+    vectorised map; a chunk is passed as slices)."""
+    for i in range(x.shape[0]):
+        v = x[i] if nonneg else abs(x[i])
+        s = mm + t * ((v - c) * sce - dbar)
+        out[i] = l2 * s if s > 0.0 else 0.0
+    if not nonneg:
+        for i in range(x.shape[0]):
+            if x[i] < 0.0:
+                out[i] = -out[i]
+
+
+def _write_chunks_body(x, nonneg, mm, t, c, sce, dbar, l2, out, chunk):
+    n = x.shape[0]
+    for q in prange(_chunks(n, chunk)):
+        i0 = q * chunk
+        i1 = min(i0 + chunk, n)
+        _write_chunk(x[i0:i1], nonneg, mm, t, c, sce, dbar, l2, out[i0:i1])
+
+
+_write_chunks = njit(cache=True, error_model="numpy")(_write_chunks_body)
+_write_chunks_threaded = njit(parallel=True, error_model="numpy")(_write_chunks_body)
 
 
 @njit(cache=True, error_model="numpy")
@@ -662,24 +793,56 @@ def _hoyer_level(level, k, g, h, scale, rho):
 
 
 @njit(cache=True, error_model="numpy")
-def bracket_shape_into(x, nonneg, rho, l1, l2, out, guide):
+def bracket_shape_into(x, nonneg, rho, l1, l2, out, guide, threaded=False):
     """Project x (length n >= BRACKET_MIN_N, 1 < rho < sqrt(n)) into out by
-    bracketing the threshold (module docstring). ``guide``: the support size to
-    expect, or 0; it moves only the first level, so only the speed and the
-    last bits depend on it. Returns the number of passes (full passes over x
-    plus the exact passes on the band), or -1 when the caller must use the
+    bracketing the threshold (module docstring), with x's signs for the signed
+    variant. ``guide``: the support size to expect, or 0; it moves only the
+    first level, so only the speed and the last bits depend on it.
+    ``threaded``: run the passes' chunks (:data:`CHUNK`) on all of numba's
+    threads (the same result). Returns the number of passes (full passes over
+    x plus the exact passes on the band), or -1 when the caller must use the
     exact kernel instead (nothing useful in out)."""
-    return shape_into(x, nonneg, rho, l1, l2, out, guide, _MAX_PASSES)
+    return shape_into(x, nonneg, rho, l1, l2, out, guide, MAX_PASSES, CHUNK, threaded)
 
 
 @njit(cache=True, error_model="numpy")
-def shape_into(x, nonneg, rho, l1, l2, out, guide, max_passes):
+def shape_into(x, nonneg, rho, l1, l2, out, guide, max_passes, chunk=CHUNK, threaded=False):
     """:func:`bracket_shape_into` with the number of level and band passes
-    allowed (tests force a fallback with 1: one level pass, no band pass)."""
+    allowed (tests force a fallback with 1: one level pass, no band pass) and
+    the chunk length of the passes (tests compare chunks against one)."""
+    passes, mm, t, c, sce, dbar = shape_map(
+        x, nonneg, rho, l1, l2, out, guide, max_passes, chunk, threaded
+    )
+    if passes < 0:
+        return -1
+    if threaded:
+        _write_chunks_threaded(x, nonneg, mm, t, c, sce, dbar, l2, out, chunk)
+    else:
+        _write_chunk(x, nonneg, mm, t, c, sce, dbar, l2, out)
+    return passes
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def shape_value(v, nonneg, mm, t, c, sce, dbar, l2):
+    """The projection's entry for an entry v of x, given the map of
+    :func:`shape_map`: l2 * max(s(|v|), 0) with v's sign (as the write pass)."""
+    y = v if nonneg else abs(v)
+    s = mm + t * ((y - c) * sce - dbar)
+    r = l2 * s if s > 0.0 else 0.0
+    return -r if (not nonneg) and v < 0.0 else r
+
+
+@njit(cache=True, error_model="numpy")
+def shape_map(x, nonneg, rho, l1, l2, scratch, guide, max_passes, chunk, threaded):
+    """The passes of :func:`shape_into` without the write: (passes, mm, t, c,
+    sce, dbar), the projection being l2 * max(mm + t * ((y - c) * sce - dbar), 0)
+    (:func:`shape_value`); passes = -1 where the exact kernel must decide.
+    ``scratch`` (n entries) takes the band."""
+    out = scratch
     n = x.shape[0]
     z, zlo, zhi, finite = _sample(x, nonneg, n)
     if not finite or zhi <= zlo:
-        return -1
+        return -1, 0.0, 0.0, 0.0, 1.0, 0.0
     m = z.shape[0]
     if 0 < guide <= n:
         level = _select(z, zlo, zhi, guide * m / n)
@@ -702,10 +865,10 @@ def shape_into(x, nonneg, rho, l1, l2, out, guide, max_passes):
         passes += 1
         if do_level:
             level_passes += 1
-            k, g, h = _level_pass(x, nonneg, level, scale)
+            k, g, h = _level_pass(x, nonneg, level, scale, chunk, threaded)
             if not (math.isfinite(g) and math.isfinite(h)):
                 # A NaN or +-inf entry (or an overflow) makes g NaN or infinite.
-                return -1
+                return -1, 0.0, 0.0, 0.0, 1.0, 0.0
             if k > 0.0:
                 # A pilot centre where the sample has too few entries: the
                 # mean of the entries above the level.
@@ -723,12 +886,12 @@ def shape_into(x, nonneg, rho, l1, l2, out, guide, max_passes):
                 c = _pilot(z, zhi, lo, c)
             keep_pilot = False
             sce = power_of_two_scale(max(zhi - max(lo, zlo), spread / m))
-            kb, ks, s1, s2 = _band_pass(x, nonneg, lo, hi, c, sce, out)
+            kb, ks, s1, s2 = _band_pass(x, nonneg, lo, hi, c, sce, out, chunk, threaded)
             status, band_passes, mm, t, dbar, c_used, a0, b0, c0 = _solve_band(
                 out, kb, int(ks), s1, s2, rho, c, sce
             )
             if status == 1:
-                return -1
+                return -1, 0.0, 0.0, 0.0, 1.0, 0.0
             passes += band_passes
             if status == 3:
                 # Repeat the band pass with a pilot nearer the support's mean.
@@ -762,13 +925,13 @@ def shape_into(x, nonneg, rho, l1, l2, out, guide, max_passes):
                 z, zlo, zhi, n, level, k, g, h, sce, rho, below, above
             )
         if not ok:
-            return -1
+            return -1, 0.0, 0.0, 0.0, 1.0, 0.0
         # A band the sample expects to hold more than n / _MAX_BAND_SHARE
         # entries asks for another level pass (at most _MAX_LEVEL_PASSES).
         expected = (_count_above(z, lo) - _count_above(z, hi)) * (n / m)
         do_level = expected * _MAX_BAND_SHARE > n and level_passes < _MAX_LEVEL_PASSES
     if not solved:
-        return -1
+        return -1, 0.0, 0.0, 0.0, 1.0, 0.0
     # Input that (nearly) meets the targets already is the exact kernel's to
     # decide (it returns it unchanged): then l2 * s(v) = v on the support, at
     # its mean and at its top.
@@ -777,12 +940,8 @@ def shape_into(x, nonneg, rho, l1, l2, out, guide, max_passes):
     for v in (c, top):
         near &= abs(l2 * (mm + t * ((v - c) * sce - dbar)) - v) <= _NEAR_FEASIBLE * abs(top)
     if near:
-        return -1
-    for i in range(n):
-        v = x[i] if nonneg else abs(x[i])
-        s = mm + t * ((v - c) * sce - dbar)
-        out[i] = l2 * s if s > 0.0 else 0.0
-    return passes + 1
+        return -1, 0.0, 0.0, 0.0, 1.0, 0.0
+    return passes + 1, mm, t, c, sce, dbar
 
 
 @njit(cache=True, error_model="numpy")

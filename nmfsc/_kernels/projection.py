@@ -66,7 +66,15 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from nmfsc._kernels.bracket import BRACKET_MIN_N, bracket_shape_into, stack_lanes
+from nmfsc._kernels.bracket import (
+    BRACKET_MIN_N,
+    bracket_shape_into,
+    shape_map,
+    shape_value,
+    stack_lanes,
+)
+from nmfsc._kernels.bracket import CHUNK as BRACKET_CHUNK
+from nmfsc._kernels.bracket import MAX_PASSES as BRACKET_MAX_PASSES
 
 STATUS_OK = 0
 STATUS_NONFINITE = 1
@@ -751,6 +759,17 @@ def project_vector(x, l1, l2, nonneg, method, out, max_filter_passes):
 
 
 @njit(cache=True)
+def project_vector_threaded(x, l1, l2, nonneg, method, out, max_filter_passes):
+    """:func:`project_vector` with the passes of the fast method's bracketing
+    path (n >= ``BRACKET_MIN_N``) run on all of numba's threads, by chunks of
+    a length fixed by n alone (``bracket.CHUNK``): the same bits as
+    :func:`project_vector` on any number of threads. The exact kernel (the
+    paper's method, a counted or fallen-back fast one) runs on one thread.
+    Numba's threading layer is launched: call it from one thread at a time."""
+    return _project_vector(x, l1, l2, nonneg, method, out, max_filter_passes, 0, True)
+
+
+@njit(cache=True)
 def project_vector_guided(x, l1, l2, nonneg, method, out, max_filter_passes, guide):
     """:func:`project_vector` told the support size to expect (``guide``; 0:
     none). The fast method's bracketing path (n >= ``BRACKET_MIN_N``) then
@@ -759,17 +778,34 @@ def project_vector_guided(x, l1, l2, nonneg, method, out, max_filter_passes, gui
     vector can throw far off (``bracket.shape_into``), and needs fewer full
     passes. The guide moves only the start: the result is the same
     projection, with last bits that may differ from the unguided call's."""
+    return _project_vector(x, l1, l2, nonneg, method, out, max_filter_passes, guide, False)
+
+
+@njit(cache=True)
+def _project_vector(x, l1, l2, nonneg, method, out, max_filter_passes, guide, threaded):
+    """:func:`project_vector_guided`, its bracketing path's passes on all
+    threads if ``threaded``."""
+    if _takes_bracket(x.shape[0], l1, l2, method):
+        passes = bracket_shape_into(x, nonneg, l1 / l2, l1, l2, out, guide, threaded)
+        if passes >= 0:
+            return STATUS_OK, passes
+    return _project_exact(x, l1, l2, nonneg, method, out, max_filter_passes)
+
+
+@njit(cache=True)
+def _takes_bracket(n, l1, l2, method):
+    """Whether the fast method's bracketing path (module ``bracket``) tries
+    first: a long vector (n >= ``BRACKET_MIN_N``), the fast method not asked
+    for the paper's pass count, and 1 < l1 / l2 < sqrt(n)."""
+    rho = l1 / l2
+    return method == METHOD_FAST and n >= BRACKET_MIN_N and rho > 1.0 and rho * rho < n
+
+
+@njit(cache=True)
+def _project_exact(x, l1, l2, nonneg, method, out, max_filter_passes):
+    """:func:`project_vector` by the exact kernels alone (the paper's passes,
+    or the fast method's filtered ones), without the bracketing path."""
     n = x.shape[0]
-    if method == METHOD_FAST and n >= BRACKET_MIN_N:
-        rho = l1 / l2
-        if rho > 1.0 and rho * rho < n:
-            passes = bracket_shape_into(x, nonneg, rho, l1, l2, out, guide)
-            if passes >= 0:
-                if not nonneg:
-                    for i in range(n):
-                        if x[i] < 0.0:
-                            out[i] = -out[i]
-                return STATUS_OK, passes
     finite, scale, total, lo, hi, delta, c2 = _scaled_stats(x, nonneg)
     if not finite:
         return STATUS_NONFINITE, 0
@@ -819,38 +855,125 @@ COLUMN_BLOCK = 8
 COLUMN_TILE = 64
 
 
-def _project_columns_body(X, l1, l2, nonneg, method, out, status, passes, max_filter_passes):
+def _project_columns_body(
+    X, l1, l2, nonneg, method, out, status, passes, max_filter_passes, groups
+):
     """Project the columns of the C-ordered X (targets ``l1[j]``, ``l2[j]``) into
     the columns of ``out``: :func:`project_vector` on a contiguous copy of
     each column, so the bits are those of the column projected alone.
 
-    The columns go COLUMN_BLOCK at a time through two scratch rows: one
-    pass over the block's rows of X gathers them, and one pass scatters the
-    results; a column is never read with a stride of a whole row per entry,
-    nor is X transposed whole."""
+    The columns go COLUMN_BLOCK at a time through a scratch block: one pass
+    over the block's rows of X gathers them, and one pass over the block's
+    rows of ``out`` writes the results (:func:`_write_columns`); a column is
+    never read with a stride of a whole row per entry, nor is X transposed
+    whole. A column that takes the bracketing path (``bracket.shape_map``)
+    is written from its map straight into ``out``; another is projected into
+    a second scratch row, copied in the same pass. The blocks are split into
+    ``groups`` contiguous runs (one per thread of the parallel build), each
+    with its own scratch, allocated once: fresh scratch for every block
+    would fault its pages in again each time."""
     n, cols = X.shape
     blocks = (cols + COLUMN_BLOCK - 1) // COLUMN_BLOCK
-    for blk in prange(blocks):
-        j0 = blk * COLUMN_BLOCK
-        width = min(COLUMN_BLOCK, cols - j0)
-        buf = np.empty((width, n))
-        res = np.empty((width, n))
-        for i0 in range(0, n, COLUMN_TILE):
-            i1 = min(i0 + COLUMN_TILE, n)
+    groups = max(1, min(groups, blocks))
+    for g in prange(groups):
+        buf = np.empty((COLUMN_BLOCK, n))
+        res = np.empty((COLUMN_BLOCK, n))
+        maps = np.zeros((COLUMN_BLOCK, COLUMN_MAP))
+        for blk in range(blocks * g // groups, blocks * (g + 1) // groups):
+            j0 = blk * COLUMN_BLOCK
+            width = min(COLUMN_BLOCK, cols - j0)
+            _gather_columns(X, j0, buf[:width])
             for b in range(width):
-                for i in range(i0, i1):
-                    buf[b, i] = X[i, j0 + b]
+                j = j0 + b
+                st, p = _column_map(
+                    buf[b], l1[j], l2[j], nonneg, method, res[b], max_filter_passes, maps[b]
+                )
+                status[j] = st
+                passes[j] = p
+            _write_columns(buf[:width], res[:width], maps[:width], nonneg, out, j0)
+
+
+# A column's row in project_columns' maps: (mapped, mm, t, c, sce, dbar, l2),
+# mapped = 1 where the bracketing path's map gives the column.
+COLUMN_MAP = 7
+
+
+@njit(cache=True)
+def _column_map(x, l1, l2, nonneg, method, scratch, max_filter_passes, row):
+    """Project the contiguous column x: by the bracketing path's map, stored
+    in ``row`` (``bracket.shape_map``; its band goes to ``scratch``) and not
+    applied, or (row[0] = 0) into ``scratch`` by the exact kernel, exactly
+    as :func:`project_vector` decides. Returns (status, passes)."""
+    if _takes_bracket(x.shape[0], l1, l2, method):
+        p, mm, t, c, sce, dbar = shape_map(
+            x, nonneg, l1 / l2, l1, l2, scratch, 0, BRACKET_MAX_PASSES, BRACKET_CHUNK, False
+        )
+        if p >= 0:
+            row[0] = 1.0
+            row[1] = mm
+            row[2] = t
+            row[3] = c
+            row[4] = sce
+            row[5] = dbar
+            row[6] = l2
+            return STATUS_OK, p
+    row[0] = 0.0
+    return _project_exact(x, l1, l2, nonneg, method, scratch, max_filter_passes)
+
+
+@njit(cache=True)
+def _write_columns(buf, res, maps, nonneg, out, j0):
+    """out[:, j0 + b] = the projection of column b of the block: from its map
+    (:func:`_column_map`) applied to buf[b], or res[b]. COLUMN_TILE rows at a
+    time: each column's entries are computed into a tile (a vectorised map
+    over contiguous entries), which is then turned into out's rows."""
+    width, n = buf.shape
+    tile = np.empty((width, COLUMN_TILE))
+    for i0 in range(0, n, COLUMN_TILE):
+        i1 = min(i0 + COLUMN_TILE, n)
         for b in range(width):
-            st, p = project_vector(
-                buf[b], l1[j0 + b], l2[j0 + b], nonneg, method, res[b], max_filter_passes
-            )
-            status[j0 + b] = st
-            passes[j0 + b] = p
-        for i0 in range(0, n, COLUMN_TILE):
-            i1 = min(i0 + COLUMN_TILE, n)
+            src = buf[b, i0:i1]
+            dst = tile[b, : i1 - i0]
+            if maps[b, 0] != 0.0:
+                mm, t, c, sce, dbar, l2 = (
+                    maps[b, 1],
+                    maps[b, 2],
+                    maps[b, 3],
+                    maps[b, 4],
+                    maps[b, 5],
+                    maps[b, 6],
+                )
+                for i in range(i1 - i0):
+                    dst[i] = shape_value(src[i], nonneg, mm, t, c, sce, dbar, l2)
+            else:
+                kept = res[b, i0:i1]
+                for i in range(i1 - i0):
+                    dst[i] = kept[i]
+        if width == COLUMN_BLOCK:
+            for i in range(i0, i1):
+                for b in range(COLUMN_BLOCK):
+                    out[i, j0 + b] = tile[b, i - i0]
+        else:
             for i in range(i0, i1):
                 for b in range(width):
-                    out[i, j0 + b] = res[b, i]
+                    out[i, j0 + b] = tile[b, i - i0]
+
+
+@njit(cache=True)
+def _gather_columns(X, j0, buf):
+    """buf[b] = X[:, j0 + b] for the block's columns, row by row of X (a
+    whole block, COLUMN_BLOCK columns, unrolled: its loads are one cache
+    line, twice as fast as a loop over a width known at run time)."""
+    width, n = buf.shape
+    if width == COLUMN_BLOCK:
+        for i in range(n):
+            row = X[i, j0 : j0 + COLUMN_BLOCK]
+            for b in range(COLUMN_BLOCK):
+                buf[b, i] = row[b]
+    else:
+        for i in range(n):
+            for b in range(width):
+                buf[b, i] = X[i, j0 + b]
 
 
 @njit(cache=True, nogil=True)
