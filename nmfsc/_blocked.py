@@ -5,7 +5,7 @@ Every product or sum here is cut into blocks whose size is fixed by the
 shapes alone (never a number of blocks per thread); the threads of
 :mod:`nmfsc._threads` take contiguous runs of blocks; a sum over blocks adds
 their partial results in block order. BLAS runs single-threaded inside each
-block (threadpoolctl), so that
+block (:func:`nmfsc._threads.single_blas`), so that
 
 - its own threads neither fight the pool's for the cores (OpenBLAS's idle
   threads spin for a while after each product, holding the core that the
@@ -31,15 +31,13 @@ The functions:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from contextlib import contextmanager
 from functools import partial
 
 import numpy as np
 
 from nmfsc._kernels import reductions as _r
-from nmfsc._threads import run_groups, split, threads
+from nmfsc._threads import run_groups, single_blas, split, threads
 
 __all__ = [
     "COLUMNS",
@@ -51,7 +49,6 @@ __all__ = [
     "matmul_columns",
     "matmul_summed",
     "over_rows",
-    "single_blas",
 ]
 
 #: Columns of B (and of the product) per block of :func:`matmul_columns`.
@@ -66,27 +63,13 @@ RESIDUAL_COLUMNS = 1024
 #: A row-wise kernel over at least this many entries runs on all threads.
 PARALLEL_ENTRIES = 1 << 16
 
-_CONTROLLER: list = []
-_CONTROLLER_LOCK = threading.Lock()
-
-
-@contextmanager
-def single_blas():
-    """BLAS limited to one thread in this block (threadpoolctl), restored after."""
-    with _CONTROLLER_LOCK:
-        if not _CONTROLLER:
-            from threadpoolctl import ThreadpoolController
-
-            _CONTROLLER.append(ThreadpoolController())
-    with _CONTROLLER[0].limit(limits=1, user_api="blas"):
-        yield
-
 
 def _over_blocks(count: int, task: Callable[[int, int], None]) -> None:
     """``task(a, b)`` for contiguous runs of the blocks ``0..count-1``, one
     run per thread, BLAS single-threaded."""
+    groups = split(count, threads())
     with single_blas():
-        run_groups([partial(task, a, b) for a, b in split(count, threads())])
+        run_groups([partial(task, a, b) for a, b in groups])
 
 
 def over_rows(rows: int, entries: int, task: Callable[[int, int], object]) -> None:

@@ -6,23 +6,30 @@ call (made on first use, and made again in a child process after a fork,
 whose copy of the parent's pool has no threads). The calling thread runs the
 first group of calls itself, so a call on one core costs no hand-off.
 
-The number of threads is numba's setting, ``NUMBA_NUM_THREADS`` (by default
-the CPUs this process may use), read without starting numba's own threading
-layer. Which thread runs a call never changes its result: the groups are
-contiguous and each call computes what it would compute alone.
+The number of threads (:func:`threads`) is numba's setting,
+``NUMBA_NUM_THREADS`` (by default the CPUs this process may use), read
+without starting numba's own threading layer, and at most the BLAS's own
+thread count at the time of the call (``OPENBLAS_NUM_THREADS`` /
+``MKL_NUM_THREADS`` when Python started, or ``threadpoolctl``'s
+``threadpool_limits`` at run time): the usual controls of both libraries
+set it. nmfsc's products run BLAS single-threaded inside the pool's groups
+(:func:`single_blas`), so the two pools never run at once. Which thread runs
+a call never changes its result: the groups are contiguous and each call
+computes what it would compute alone.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from typing import Any
 
 import numba
 
-__all__ = ["run_groups", "split", "threads"]
+__all__ = ["blas_threads", "run_groups", "single_blas", "split", "threads"]
 
 #: The pool of this process: (pid, workers, executor), replaced when the pid
 #: changes or more workers are needed (the old one is shut down: its threads
@@ -31,9 +38,42 @@ _POOL: list[tuple[int, int, ThreadPoolExecutor]] = []
 _POOL_LOCK = threading.Lock()
 
 
+#: threadpoolctl's controller of the BLAS libraries loaded in this process,
+#: made on first use (it inspects the loaded libraries once).
+_BLAS: list[Any] = []
+
+
+def _blas_controller() -> Any:
+    with _POOL_LOCK:
+        if not _BLAS:
+            from threadpoolctl import ThreadpoolController
+
+            _BLAS.append(ThreadpoolController().select(user_api="blas"))
+        return _BLAS[0]
+
+
+def blas_threads() -> int | None:
+    """The BLAS's thread count now (the least over the loaded BLAS
+    libraries), or None when threadpoolctl finds none."""
+    counts = [lib.num_threads for lib in _blas_controller().lib_controllers]
+    return min(counts) if counts else None
+
+
 def threads() -> int:
-    """The threads to use: numba's ``NUMBA_NUM_THREADS``, at least 1."""
-    return max(1, int(getattr(numba.config, "NUMBA_NUM_THREADS", 1)))
+    """The threads to use: numba's ``NUMBA_NUM_THREADS``, at most the BLAS's
+    thread count (:func:`blas_threads`), at least 1."""
+    count = int(getattr(numba.config, "NUMBA_NUM_THREADS", 1))
+    blas = blas_threads()
+    return max(1, count if blas is None else min(count, blas))
+
+
+@contextmanager
+def single_blas() -> Iterator[None]:
+    """BLAS limited to one thread inside the block (threadpoolctl), restored
+    after: for products taken on the pool's threads. Read :func:`threads`
+    before entering it."""
+    with _blas_controller().limit(limits=1):
+        yield
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:

@@ -14,7 +14,6 @@ Every kernel validates nothing.
 import numpy as np
 from numba import njit
 
-
 #: Interleaved accumulators of a piece's sum (independent lanes, which the
 #: compiler keeps in vector registers; their order is fixed).
 LANES = 16

@@ -19,8 +19,9 @@ object for the products below, all of the *normalised* data
 Two kinds (:func:`make_data` picks):
 
 :class:`DenseData` -- an in-memory ndarray (float64 or float32): ``V / s`` is
-copied once (not when s = 1) and the products are numpy's, cut into blocks of a fixed size on nmfsc's threads
-(:mod:`nmfsc._blocked`: the same bits on any number of threads). Only the
+copied once (not when s = 1) and the products are numpy's, cut into blocks of
+a fixed size on nmfsc's threads (:mod:`nmfsc._blocked`: the same bits on any
+number of threads). Only the
 divergence solvers keep an N x T buffer for W H. float32 data keeps float32
 products (BLAS sgemm); the scalar sums of the objective run in float64
 (:func:`inner`).

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nmfsc._kernels import updates as _k
 from nmfsc._blocked import gram_rows, over_rows
+from nmfsc._kernels import updates as _k
 from nmfsc.solvers._data import EXACT_BELOW, inner
 from nmfsc.solvers._loop import Steps
 
@@ -25,20 +25,20 @@ __all__ = [
 
 class ColumnGram:
     """``X^T X``, computed once per array and reused while it is asked for the
-    same array object.
+        same array object.
 
-    The solvers never modify the arrays of their state in place, so the array's
-    identity stands for its contents: nmf_sc's W step computes W^T W of its
-    result for the objective and the next H step needs it again (as every H
-    step does when W is fixed), and nmf_euclidean's next H step needs the W^T W
-    its objective took. A miss computes the same product, so a resumed run,
-    whose W is a loaded copy, gets the same bits. Only the last array is kept.
+        The solvers never modify the arrays of their state in place, so the array's
+        identity stands for its contents: nmf_sc's W step computes W^T W of its
+        result for the objective and the next H step needs it again (as every H
+        step does when W is fixed), and nmf_euclidean's next H step needs the W^T W
+        its objective took. A miss computes the same product, so a resumed run,
+        whose W is a loaded copy, gets the same bits. Only the last array is kept.
 
-    ``from_columns=True`` computes the product as ``C C^T``
-(:func:`nmfsc._blocked.gram_rows`) with
-    ``C = X.T`` copied to rows, the layout in which nmf_sc's projected W step
-    has the columns of its trials, so that a product handed over by
-    :meth:`keep` and one computed on a miss (a resumed run) have the same bits.
+        ``from_columns=True`` computes the product as ``C C^T``
+    (:func:`nmfsc._blocked.gram_rows`) with
+        ``C = X.T`` copied to rows, the layout in which nmf_sc's projected W step
+        has the columns of its trials, so that a product handed over by
+        :meth:`keep` and one computed on a miss (a resumed run) have the same bits.
     """
 
     def __init__(self, from_columns=False):

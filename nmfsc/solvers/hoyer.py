@@ -54,7 +54,6 @@ from numpy.typing import ArrayLike
 from nmfsc._blocked import gram_rows, matmul_columns
 from nmfsc._kernels import bracket as _bracket
 from nmfsc._kernels import projection as _proj
-from nmfsc._kernels import updates as _k
 from nmfsc._threads import run_groups, split, threads
 from nmfsc._validation import check_optional_sparseness
 from nmfsc.solvers._data import inner
