@@ -229,6 +229,7 @@ class HoyerSteps(SquaredErrorSteps):
         # is projected, so that the kept product and a recomputed one agree).
         self.w_gram = ColumnGram(from_columns=sparseness_w is not None)
         self.h_gram = RowGram()  # H H^T of the H the last H step accepted
+        self._gradient = None  # dH's buffer (M x T), reused by every H step
 
     # --- start ------------------------------------------------------------
     def initialize(self, W, H):
@@ -309,7 +310,11 @@ class HoyerSteps(SquaredErrorSteps):
         WtV = self.data.wtv(W)
         WtW = self.w_gram(W)
         before = expanded_objective(self.vv, WtV, H, WtW, False, self.h_gram(H))
-        dH = matmul_columns(WtW, H, minus=WtV)
+        if self._gradient is None or self._gradient.shape != H.shape:
+            self._gradient = np.empty(H.shape, dtype=np.result_type(WtW.dtype, H.dtype))
+        # dH lives only in this step: its buffer is the same every step, so
+        # that no M x T array is allocated (and zero-filled by the kernel) anew.
+        dH = matmul_columns(WtW, H, out=self._gradient, minus=WtV)
         H_new, mu, energy, quad = self._line_search(self.proj_h, H, dH, mu, before, WtV, WtW)
         if H_new is not None:
             self.h_gram.keep(H_new, quad)
