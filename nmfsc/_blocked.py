@@ -26,7 +26,8 @@ The functions:
   ``PIECE`` entries;
 - :func:`half_squared_error` -- :math:`\tfrac12 \lVert V - W H\rVert_F^2` by
   blocks of columns of W H, none of it held whole;
-- :func:`over_rows` -- a kernel that computes each row alone, on groups of rows.
+- :func:`in_groups` -- a kernel that computes each row (column) alone, on
+  groups of rows (columns).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ __all__ = [
     "inner",
     "matmul_columns",
     "matmul_summed",
-    "over_rows",
+    "in_groups",
 ]
 
 #: Columns of B (and of the product) per block of :func:`matmul_columns`.
@@ -72,13 +73,13 @@ def _over_blocks(count: int, task: Callable[[int, int], None]) -> None:
         run_groups([partial(task, a, b) for a, b in groups])
 
 
-def over_rows(rows: int, entries: int, task: Callable[[int, int], object]) -> None:
-    """``task(a, b)`` for groups of the rows ``0..rows-1``, one group per
-    thread when the kernel covers at least :data:`PARALLEL_ENTRIES` entries.
-    For kernels that compute every row alone (a row's result is the same in
-    any group)."""
+def in_groups(count: int, entries: int, task: Callable[[int, int], object]) -> None:
+    """``task(a, b)`` for contiguous groups of ``0..count-1`` (rows, or
+    columns), one group per thread when the kernel covers at least
+    :data:`PARALLEL_ENTRIES` entries. For kernels that compute every row (or
+    column) alone, whose result is then the same in any group."""
     groups = threads() if entries >= PARALLEL_ENTRIES else 1
-    run_groups([partial(task, a, b) for a, b in split(rows, groups)])
+    run_groups([partial(task, a, b) for a, b in split(count, groups)])
 
 
 def _spans(length: int, size: int) -> list[slice]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nmfsc._blocked import gram_rows, over_rows
+from nmfsc._blocked import gram_rows, in_groups
 from nmfsc._kernels import updates as _k
 from nmfsc.solvers._data import EXACT_BELOW, inner
 from nmfsc.solvers._loop import Steps
@@ -97,7 +97,7 @@ def multiplicative_h_update(H, WtV, WtWH, eps, out, row_ss):
     def rows(a, b):
         _k.multiplicative_update_into(H[a:b], WtV[a:b], WtWH[a:b], eps, out[a:b], row_ss[a:b])
 
-    over_rows(H.shape[0], H.size, rows)
+    in_groups(H.shape[0], H.size, rows)
 
 
 def scale_rows_to_unit_l2(H, W, row_ss):
@@ -108,7 +108,7 @@ def scale_rows_to_unit_l2(H, W, row_ss):
     def rows(a, b):
         _k.scale_rows_to_unit_l2(H[a:b], W[:, a:b], row_ss[a:b])
 
-    over_rows(H.shape[0], H.size, rows)
+    in_groups(H.shape[0], H.size, rows)
 
 
 def multiplicative_w_update(data, W, H, HHt, eps):

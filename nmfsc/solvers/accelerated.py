@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nmfsc._blocked import gram_rows, matmul_columns
+from nmfsc._blocked import gram_rows, in_groups, matmul_columns
 from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import rowblocks as _rb
 from nmfsc.solvers._objective import expanded_objective
@@ -95,7 +95,17 @@ def sweep(X, G, A, rule, l1=1.0, sweeps=1, delta=0.0):
     max_passes = _proj.max_filter_passes(n)
     first = None
     for _ in range(sweeps):
-        decrease, _unchanged = _rb.sweep_rows(X, R, G, A, rule, float(l1), max_passes, b, new, D)
+        decrease = 0.0
+        for start in range(0, M, _rb.BLOCK):
+            stop = min(M, start + _rb.BLOCK)
+            decrease, _unchanged = _rb.sweep_block(
+                X, R, G, A, rule, float(l1), max_passes, b, new, D, start, stop, decrease
+            )
+
+            def update(lo, hi, start=start, stop=stop):
+                _rb.update_r(R, G, D, start, stop, lo, hi)
+
+            in_groups(n, M * n, update)  # R's columns in groups (each alone)
         first = decrease if first is None else first
         if not decrease > delta * first:
             break
