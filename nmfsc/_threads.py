@@ -94,16 +94,33 @@ def split(count: int, groups: int) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1], bounds[1:], strict=True))
 
 
+#: ``busy`` is True in a pool thread while it runs a call.
+_WORKER = threading.local()
+
+
+def _as_worker(call: Callable[[], Any]) -> Any:
+    _WORKER.busy = True
+    try:
+        return call()
+    finally:
+        _WORKER.busy = False
+
+
 def run_groups(calls: Sequence[Callable[[], Any]]) -> list[Any]:
     """``[call() for call in calls]``, the first in this thread and the others
     on the pool, at the same time; results in order. Every call has finished
     before this returns or raises (the calls write into shared buffers); an
     exception is then raised here, the first call's own if it raised, else
-    the first of the others' in order."""
-    if len(calls) <= 1:
+    the first of the others' in order.
+
+    Called from one of the pool's own threads (a call that itself runs
+    groups, such as a blocked sum inside a Dask backend's group), it runs
+    the calls one after the other in that thread: a pool thread waiting for
+    work queued behind itself would never be served."""
+    if len(calls) <= 1 or getattr(_WORKER, "busy", False):
         return [call() for call in calls]
     pool = _pool(len(calls) - 1)
-    others = [pool.submit(call) for call in calls[1:]]
+    others = [pool.submit(_as_worker, call) for call in calls[1:]]
     try:
         first = calls[0]()
     finally:

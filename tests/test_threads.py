@@ -70,6 +70,23 @@ def _child(queue):
 # Python 3.12+ warns that forking a process with threads may deadlock: that
 # is the case under test.
 @pytest.mark.filterwarnings("ignore:.*multi-threaded.*fork:DeprecationWarning")
+def test_groups_that_run_groups_finish():
+    # A pool thread that runs groups itself (a blocked sum inside a Dask
+    # group) runs them in its own thread instead of waiting on the pool,
+    # where its work would queue behind itself (a deadlock before).
+    from functools import partial
+
+    def inner(k):
+        return sum(_threads.run_groups([partial(int, k), partial(int, 2 * k)]))
+
+    calls = [partial(inner, k) for k in range(4)]
+    done = []
+    worker = threading.Thread(target=lambda: done.append(_threads.run_groups(calls)))
+    worker.start()
+    worker.join(30)
+    assert done == [[0, 3, 6, 9]]
+
+
 def test_a_forked_child_makes_its_own_pool():
     # The parent's pool has threads; a forked child's copy has none, and
     # submitting to it would wait forever. The child must make a new pool.
