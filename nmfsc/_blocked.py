@@ -17,9 +17,9 @@ block (:func:`nmfsc._threads.single_blas`), so that
 The functions:
 
 - :func:`matmul_columns` -- :math:`A B` (optionally minus :math:`C`) by
-  blocks of ``COLUMNS`` columns of B: no sum is split (W^T V, W^T W H);
+  blocks of B's columns: no sum is split (W^T V, W^T W H);
 - :func:`matmul_summed` -- :math:`A B` with the shared dimension cut into
-  blocks of ``SUMMED`` and the partial products added in order
+  blocks and the partial products added in order
   (V H^T, H V^T, H H^T, where the shared dimension is the long one, T);
 - :func:`gram_rows` -- :math:`X X^T`, the same way;
 - :func:`inner` -- :math:`\sum_{ij} A_{ij} B_{ij}` in float64, by pieces of
@@ -52,10 +52,13 @@ __all__ = [
     "in_groups",
 ]
 
-#: Columns of B (and of the product) per block of :func:`matmul_columns`.
-COLUMNS = 2048
-#: Length of the shared dimension per block of :func:`matmul_summed`.
-SUMMED = 8192
+#: :func:`matmul_columns` cuts B's columns into at most this many blocks of
+#: equal size, each of at least ``COLUMNS`` columns (one block when fewer).
+COLUMNS, COLUMN_BLOCKS = 512, 256
+#: :func:`matmul_summed` cuts the shared dimension into at most this many
+#: blocks of equal size (so at most this many partial products are held),
+#: each of at least ``SUMMED``.
+SUMMED, SUMMED_BLOCKS = 512, 64
 #: Entries per partial sum of :func:`inner`.
 PIECE = 1 << 14
 #: Columns of W H per block of :func:`half_squared_error`.
@@ -82,18 +85,22 @@ def in_groups(count: int, entries: int, task: Callable[[int, int], object]) -> N
     run_groups([partial(task, a, b) for a, b in split(count, groups)])
 
 
-def _spans(length: int, size: int) -> list[slice]:
-    return [slice(start, min(length, start + size)) for start in range(0, length, size)]
+def _spans(length: int, least: int, most: int) -> list[slice]:
+    """``range(length)`` in contiguous blocks of equal size (within one), as
+    many as blocks of ``least`` fill, at most ``most``: a function of the
+    shape alone, and equal blocks, so that the threads' runs are balanced."""
+    count = max(1, min(most, length // least))
+    return [slice(a, b) for a, b in split(length, count)]
 
 
 def matmul_columns(A, B, out=None, minus=None):
     """``A @ B`` (``A @ B - minus`` with ``minus``), written to ``out`` (a new
-    C-contiguous array if None), by blocks of :data:`COLUMNS` columns of B.
+    C-contiguous array if None), by blocks of B's columns (:data:`COLUMNS`).
     Each entry is one BLAS dot product over the shared dimension, the same
     on any number of threads."""
     if out is None:
         out = np.empty((A.shape[0], B.shape[1]), dtype=np.result_type(A.dtype, B.dtype))
-    blocks = _spans(B.shape[1], COLUMNS)
+    blocks = _spans(B.shape[1], COLUMNS, COLUMN_BLOCKS)
 
     def task(a, b):
         for cols in blocks[a:b]:
@@ -106,11 +113,11 @@ def matmul_columns(A, B, out=None, minus=None):
 
 
 def matmul_summed(A, B, out=None):
-    """``A @ B`` as the sum, in order, of the products of blocks of
-    :data:`SUMMED` along the shared dimension (``A[:, k] @ B[k, :]``), for a
+    """``A @ B`` as the sum, in order, of the products of blocks along the
+    shared dimension (``A[:, k] @ B[k, :]``, :data:`SUMMED`), for a
     long shared dimension and a small product. Written to ``out`` (a new
     array if None)."""
-    blocks = _spans(A.shape[1], SUMMED)
+    blocks = _spans(A.shape[1], SUMMED, SUMMED_BLOCKS)
     shape = (A.shape[0], B.shape[1])
     dtype = np.result_type(A.dtype, B.dtype)
     if out is None:
@@ -162,14 +169,15 @@ def inner(A, B) -> float:
 
 def half_squared_error(V, W, H) -> float:
     """``0.5 ||V - W H||_F^2`` in float64, W H formed by blocks of
-    :data:`RESIDUAL_COLUMNS` columns (one buffer of N x that per thread),
+    about :data:`RESIDUAL_COLUMNS` columns (one buffer of N x a block per thread),
     the blocks' sums added in order."""
-    blocks = _spans(V.shape[1], RESIDUAL_COLUMNS)
+    blocks = _spans(V.shape[1], RESIDUAL_COLUMNS, V.shape[1])
+    widest = max(block.stop - block.start for block in blocks)
     partials = np.zeros(len(blocks))
     dtype = np.result_type(W.dtype, H.dtype)
 
     def task(a, b):
-        buffer = np.empty((W.shape[0], RESIDUAL_COLUMNS), dtype=dtype)
+        buffer = np.empty((W.shape[0], widest), dtype=dtype)
         for p in range(a, b):
             cols = blocks[p]
             WH = buffer[:, : cols.stop - cols.start]
