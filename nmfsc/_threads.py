@@ -38,6 +38,11 @@ _POOL: list[tuple[int, int, ThreadPoolExecutor]] = []
 _POOL_LOCK = threading.Lock()
 
 
+#: The limiter of the blocks inside :func:`single_blas` now (its first
+#: entry), then one None per such block.
+_SINGLE: list[Any] = []
+_SINGLE_LOCK = threading.Lock()
+
 #: threadpoolctl's controller of the BLAS libraries loaded in this process,
 #: made on first use (it inspects the loaded libraries once).
 _BLAS: list[Any] = []
@@ -71,9 +76,24 @@ def threads() -> int:
 def single_blas() -> Iterator[None]:
     """BLAS limited to one thread inside the block (threadpoolctl), restored
     after: for products taken on the pool's threads. Read :func:`threads`
-    before entering it."""
-    with _blas_controller().limit(limits=1):
+    before entering it.
+
+    Blocks that overlap in time (from several threads of the program) share
+    one limit: the first to enter sets it, the last to leave restores the
+    setting from before the first, so that interleaved exits never leave
+    BLAS at one thread."""
+    controller = _blas_controller()
+    with _SINGLE_LOCK:
+        if not _SINGLE:
+            _SINGLE.append(controller.limit(limits=1))
+        _SINGLE.append(None)  # one entry per block inside
+    try:
         yield
+    finally:
+        with _SINGLE_LOCK:
+            _SINGLE.pop()
+            if len(_SINGLE) == 1:
+                _SINGLE.pop().restore_original_limits()
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:

@@ -196,3 +196,26 @@ def test_the_solvers_give_the_same_bits_on_one_and_three_threads(monkeypatch, so
     np.testing.assert_array_equal(one.W, three.W)
     np.testing.assert_array_equal(one.H, three.H)
     np.testing.assert_array_equal(one.objective, three.objective)
+
+
+def test_overlapping_single_blas_blocks_restore_the_setting():
+    # Blocks entered and left by two threads, the first to enter leaving
+    # first, leave BLAS at its thread count from before (threadpoolctl's own
+    # limits, restored in that order, would leave it at one thread).
+    before = _threads.blas_threads()
+    first_in = threading.Event()
+    second_in = threading.Event()
+
+    def first():
+        with _threads.single_blas():
+            first_in.set()
+            second_in.wait(10)
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    first_in.wait(10)
+    with _threads.single_blas():
+        second_in.set()
+        thread.join(10)  # the first block has left; this one is still inside
+        assert _threads.blas_threads() in (1, None)
+    assert _threads.blas_threads() == before
