@@ -76,6 +76,14 @@ def _over_blocks(count: int, task: Callable[[int, int], None]) -> None:
         run_groups([partial(task, a, b) for a, b in groups])
 
 
+def _in_order(partials) -> float:
+    """The sum of the blocks' partial sums, added one by one in block order."""
+    total = 0.0
+    for value in partials:
+        total += float(value)
+    return total
+
+
 def in_groups(count: int, entries: int, task: Callable[[int, int], object]) -> None:
     """``task(a, b)`` for contiguous groups of ``0..count-1`` (rows, or
     columns), one group per thread when the kernel covers at least
@@ -161,10 +169,7 @@ def inner(A, B) -> float:
             for first, stop in split(pieces, threads())
         ]
     )
-    total = 0.0
-    for value in partials:
-        total += value
-    return float(total)
+    return _in_order(partials)
 
 
 def half_squared_error(V, W, H) -> float:
@@ -185,7 +190,4 @@ def half_squared_error(V, W, H) -> float:
             partials[p] = _r.squared_difference(V[:, cols], WH)
 
     _over_blocks(len(blocks), task)
-    total = 0.0
-    for value in partials:
-        total += value
-    return 0.5 * float(total)
+    return 0.5 * _in_order(partials)
