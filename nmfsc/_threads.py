@@ -29,7 +29,7 @@ from typing import Any
 
 import numba
 
-__all__ = ["blas_threads", "run_groups", "single_blas", "split", "threads"]
+__all__ = ["blas_threads", "pool_threads", "run_groups", "single_blas", "split", "threads"]
 
 #: The pool of this process: (pid, workers, executor), replaced when the pid
 #: changes or more workers are needed (the old one is shut down: its threads
@@ -64,12 +64,18 @@ def blas_threads() -> int | None:
     return min(counts) if counts else None
 
 
+def pool_threads() -> int:
+    """numba's ``NUMBA_NUM_THREADS``, at least 1: the most threads nmfsc runs
+    (the Dask backend's in-process passes use them all, whatever the BLAS
+    limit its run sets for its tasks' products)."""
+    return max(1, int(getattr(numba.config, "NUMBA_NUM_THREADS", 1)))
+
+
 def threads() -> int:
-    """The threads to use: numba's ``NUMBA_NUM_THREADS``, at most the BLAS's
-    thread count (:func:`blas_threads`), at least 1."""
-    count = int(getattr(numba.config, "NUMBA_NUM_THREADS", 1))
+    """The threads to use: :func:`pool_threads`, at most the BLAS's thread
+    count (:func:`blas_threads`)."""
     blas = blas_threads()
-    return max(1, count if blas is None else min(count, blas))
+    return pool_threads() if blas is None else max(1, min(pool_threads(), blas))
 
 
 @contextmanager
@@ -81,7 +87,10 @@ def single_blas() -> Iterator[None]:
     Blocks that overlap in time (from several threads of the program) share
     one limit: the first to enter sets it, the last to leave restores the
     setting from before the first, so that interleaved exits never leave
-    BLAS at one thread."""
+    BLAS at one thread. (OpenBLAS may ignore a setting made from a thread
+    other than its first caller, once several threads have called it: BLAS
+    then keeps its threads inside the blocks, slower on busy cores, with
+    the same bits, as its products do not split their sums by thread.)"""
     controller = _blas_controller()
     with _SINGLE_LOCK:
         if not _SINGLE:
