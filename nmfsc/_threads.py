@@ -89,8 +89,9 @@ def single_blas() -> Iterator[None]:
     setting from before the first, so that interleaved exits never leave
     BLAS at one thread. (OpenBLAS may ignore a setting made from a thread
     other than its first caller, once several threads have called it: BLAS
-    then keeps its threads inside the blocks, slower on busy cores, with
-    the same bits, as its products do not split their sums by thread.)"""
+    then keeps its threads inside the blocks: slower on busy cores, and the
+    same bits where its dgemm and dsyrk give the same bits on any thread
+    count, as they did in benchmarks/README.md's check.)"""
     controller = _blas_controller()
     with _SINGLE_LOCK:
         if not _SINGLE:
