@@ -223,12 +223,36 @@ def test_sweeps_never_raise_f_and_keep_r_equal_to_g_x(rule):
     b, new, D = np.empty(n), np.empty(n), np.empty((rowblocks.BLOCK, n))
     values = [f(X)]
     for _ in range(6):
-        decrease, unchanged = rowblocks.sweep_rows(X, R, G, A, rule, l1, 50, b, new, D)
+        decrease, unchanged = 0.0, 0
+        for start in range(0, M, rowblocks.BLOCK):
+            stop = min(M, start + rowblocks.BLOCK)
+            decrease, kept = rowblocks.sweep_block(
+                X, R, G, A, rule, l1, 50, b, new, D, start, stop, decrease
+            )
+            unchanged += kept
+            rowblocks.update_r(R, G, D, start, stop, 0, n)
         values.append(f(X))
         assert decrease >= 0 and 0 <= unchanged <= M
         assert values[-2] - values[-1] == pytest.approx(decrease, rel=1e-6, abs=1e-9)
         np.testing.assert_allclose(R, G @ X, rtol=0, atol=1e-10 * np.abs(G @ X).max())
     assert np.all(np.diff(values) <= 1e-12 * abs(values[0]))
+
+
+def test_update_r_is_numpys_and_the_same_on_any_split_of_the_columns():
+    rng = np.random.default_rng(6)
+    M, n, start, stop = 11, 1000, 8, 11
+    G = rng.standard_normal((M, M))
+    D = rng.standard_normal((rowblocks.BLOCK, n))
+    D[stop - start :] = 0.0  # rows past the block's end hold no change
+    R = rng.standard_normal((M, n))
+    expected = R + G[:, start:stop] @ D[: stop - start]
+    whole = R.copy()
+    rowblocks.update_r(whole, G, D, start, stop, 0, n)
+    np.testing.assert_allclose(whole, expected, rtol=1e-13, atol=1e-13)
+    parts = R.copy()
+    for lo, hi in [(0, 1), (1, 333), (333, 1000)]:
+        rowblocks.update_r(parts, G, D, start, stop, lo, hi)
+    np.testing.assert_array_equal(parts, whole)
 
 
 def test_degenerate_rows_are_left_as_they_are():

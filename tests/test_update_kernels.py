@@ -90,16 +90,6 @@ def test_multiplicative_update_into_and_scale_rows_match_numpy_and_the_in_place_
     np.testing.assert_array_equal(W[:, 2], W_expected[:, 2])
 
 
-def test_inner_f64_multiplies_float32_entries_in_float64():
-    # numba's float() of a float32 stays float32: the products must not be
-    # rounded to float32 before they are summed.
-    rng = np.random.default_rng(3)
-    A = rng.random((7, 1001)).astype(np.float32)
-    B = rng.random((7, 1001)).astype(np.float32)
-    exact = float(np.sum(A.astype(np.float64) * B.astype(np.float64)))
-    assert k.inner_f64(A, B) == pytest.approx(exact, rel=1e-14)
-
-
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_updates_write_subnormal_results_as_zero_and_keep_nan(dtype):
     # Subnormal operands cost Intel CPUs a microcode assist in every product

@@ -36,7 +36,11 @@ processes the rows in blocks of ``BLOCK``: within a block, b_k is corrected
 for the rows of the block already changed (their changes D), and after the
 block R is brought up to date (R += G[:, block] D), so each sweep reads R
 about M / BLOCK times. R then holds G X for the next sweep. Every sum is taken
-in a fixed order (no fastmath), so the same input gives the same bits.
+in a fixed order (no fastmath), so the same input gives the same bits. A
+block's rows are one call of :func:`sweep_block` (sequential: each row reads
+the changes of the rows before it); the update of R after it,
+:func:`update_r`, is the bulk of a sweep's work (M^2 n of its operations)
+and runs on ranges of columns, which the caller spreads over threads.
 """
 
 import math
@@ -83,91 +87,100 @@ def _row_value(g, b, x, n):
     return 0.5 * g * ((q0 + q1) + (q2 + q3)) - ((p0 + p1) + (p2 + p3))
 
 
-@njit(cache=True)
-def sweep_rows(X, R, G, A, rule, l1, max_passes, b, new, D):
-    """One sweep over the rows of X (module docstring), in place.
+@njit(cache=True, nogil=True)
+def sweep_block(X, R, G, A, rule, l1, max_passes, b, new, D, start, stop, decrease):
+    """The rows ``start..stop-1`` (one block, at most BLOCK rows) of a sweep
+    over the rows of X (module docstring), in place; R is left for
+    :func:`update_r` to bring up to date.
 
     X (M x n, float64 or float32) is updated; R (M x n, float64) must hold
-    G X on entry and holds G X (up to rounding) on exit. ``l1``: the L1 norm
-    of the unit rows (RULE_UNIT, RULE_SCALED). ``b``, ``new`` (n, float64) and
-    ``D`` (BLOCK x n, float64) are scratch. Returns (decrease, unchanged):
-    the sum of the rows' decreases of f, and the number of rows left as
-    they were.
+    G X as of the block's start. ``l1``: the L1 norm of the unit rows
+    (RULE_UNIT, RULE_SCALED). ``b``, ``new`` (n, float64) are scratch; ``D``
+    (BLOCK x n, float64) receives the changes of the block's rows (zero for
+    a row left as it was), which :func:`update_r` reads. Returns (decrease,
+    unchanged): ``decrease`` (the sweep's sum so far) plus the block's rows'
+    decreases of f, added one by one, and the number of rows left as they
+    were.
 
-    The changes of a block's rows are combined eight at a time in one
+    The changes of the block's rows are combined eight at a time in one
     expression per entry (coefficients of rows outside the block, or not yet
-    changed, are 0), so that R and b are read and written once per block,
-    not once per row of it.
+    changed, are 0), so that b is read and written once per row.
     """
     M, n = X.shape
-    decrease = 0.0
     unchanged = 0
     c = np.zeros(BLOCK)
     D0, D1, D2, D3 = D[0], D[1], D[2], D[3]
     D4, D5, D6, D7 = D[4], D[5], D[6], D[7]
-    for start in range(0, M, BLOCK):
-        stop = min(M, start + BLOCK)
-        D[:, :] = 0.0
-        for k in range(start, stop):
-            g = np.float64(G[k, k])
-            for j in range(BLOCK):
-                c[j] = np.float64(G[k, start + j]) if start + j < k else 0.0
-            c0, c1, c2, c3, c4, c5, c6, c7 = c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
-            Xk = X[k]
-            Ak = A[k]
-            Rk = R[k]
-            for i in range(n):
-                done = ((c0 * D0[i] + c1 * D1[i]) + (c2 * D2[i] + c3 * D3[i])) + (
-                    (c4 * D4[i] + c5 * D5[i]) + (c6 * D6[i] + c7 * D7[i])
-                )
-                b[i] = (np.float64(Ak[i]) - Rk[i] + g * np.float64(Xk[i])) - done
-            finite = True
-            for i in range(n):
-                finite &= math.isfinite(b[i])
-            accept = False
-            if finite and (g > 0.0 or rule == RULE_UNIT):
-                if rule == RULE_NONNEG:
-                    for i in range(n):
-                        new[i] = max(b[i] / g, 0.0)
-                    accept = True
-                else:
-                    # Unguided: early in a run b_k's projection is far sparser
-                    # or denser than x_k, and a wrong guide costs a fallback.
-                    status, _ = project_vector_guided(
-                        b, l1, 1.0, True, METHOD_FAST, new, max_passes, 0
-                    )
-                    accept = status == STATUS_OK
-                    if accept and rule == RULE_SCALED:
-                        p = 0.0
-                        for i in range(n):
-                            p += b[i] * new[i]
-                        r = p / g
-                        accept = r > 0.0 and math.isfinite(r)
-                        if accept:
-                            for i in range(n):
-                                new[i] *= r
-            before = after = 0.0
-            if accept:
-                before = _row_value(g, b, Xk, n)
-                after = _row_value(g, b, new, n)
-                accept = after <= before
-            if accept:
-                decrease += before - after
-                d = D[k - start]
+    D[:, :] = 0.0
+    for k in range(start, stop):
+        g = np.float64(G[k, k])
+        for j in range(BLOCK):
+            c[j] = np.float64(G[k, start + j]) if start + j < k else 0.0
+        c0, c1, c2, c3, c4, c5, c6, c7 = c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
+        Xk = X[k]
+        Ak = A[k]
+        Rk = R[k]
+        for i in range(n):
+            done = ((c0 * D0[i] + c1 * D1[i]) + (c2 * D2[i] + c3 * D3[i])) + (
+                (c4 * D4[i] + c5 * D5[i]) + (c6 * D6[i] + c7 * D7[i])
+            )
+            b[i] = (np.float64(Ak[i]) - Rk[i] + g * np.float64(Xk[i])) - done
+        finite = True
+        for i in range(n):
+            finite &= math.isfinite(b[i])
+        accept = False
+        if finite and (g > 0.0 or rule == RULE_UNIT):
+            if rule == RULE_NONNEG:
                 for i in range(n):
-                    old = np.float64(Xk[i])
-                    Xk[i] = new[i]
-                    d[i] = np.float64(Xk[i]) - old  # the change as stored (float32 rounds)
+                    new[i] = max(b[i] / g, 0.0)
+                accept = True
             else:
-                unchanged += 1
-        # R += G[:, start:stop] D, every row of R, the block's changes at once.
-        for r in range(M):
-            for j in range(BLOCK):
-                c[j] = np.float64(G[r, start + j]) if start + j < stop else 0.0
-            c0, c1, c2, c3, c4, c5, c6, c7 = c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
-            Rr = R[r]
+                # Unguided: early in a run b_k's projection is far sparser
+                # or denser than x_k, and a wrong guide costs a fallback.
+                status, _ = project_vector_guided(b, l1, 1.0, True, METHOD_FAST, new, max_passes, 0)
+                accept = status == STATUS_OK
+                if accept and rule == RULE_SCALED:
+                    p = 0.0
+                    for i in range(n):
+                        p += b[i] * new[i]
+                    r = p / g
+                    accept = r > 0.0 and math.isfinite(r)
+                    if accept:
+                        for i in range(n):
+                            new[i] *= r
+        before = after = 0.0
+        if accept:
+            before = _row_value(g, b, Xk, n)
+            after = _row_value(g, b, new, n)
+            accept = after <= before
+        if accept:
+            decrease += before - after
+            d = D[k - start]
             for i in range(n):
-                Rr[i] += ((c0 * D0[i] + c1 * D1[i]) + (c2 * D2[i] + c3 * D3[i])) + (
-                    (c4 * D4[i] + c5 * D5[i]) + (c6 * D6[i] + c7 * D7[i])
-                )
+                old = np.float64(Xk[i])
+                Xk[i] = new[i]
+                d[i] = np.float64(Xk[i]) - old  # the change as stored (float32 rounds)
+        else:
+            unchanged += 1
     return decrease, unchanged
+
+
+@njit(cache=True, nogil=True)
+def update_r(R, G, D, start, stop, lo, hi):
+    """``R[:, lo:hi] += G[:, start:stop] D[:, lo:hi]`` after the block
+    ``start..stop-1`` of a sweep (:func:`sweep_block`): every row of R, the
+    block's changes at once, each entry by the same expression whatever
+    the columns' range (so ranges may run on separate threads)."""
+    M = R.shape[0]
+    c = np.zeros(BLOCK)
+    D0, D1, D2, D3 = D[0], D[1], D[2], D[3]
+    D4, D5, D6, D7 = D[4], D[5], D[6], D[7]
+    for r in range(M):
+        for j in range(BLOCK):
+            c[j] = np.float64(G[r, start + j]) if start + j < stop else 0.0
+        c0, c1, c2, c3, c4, c5, c6, c7 = c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
+        Rr = R[r]
+        for i in range(lo, hi):
+            Rr[i] += ((c0 * D0[i] + c1 * D1[i]) + (c2 * D2[i] + c3 * D3[i])) + (
+                (c4 * D4[i] + c5 * D5[i]) + (c6 * D6[i] + c7 * D7[i])
+            )

@@ -38,7 +38,7 @@ def flush_subnormal(value, tiny):
     return 0.0 if abs(value) < tiny else value
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def multiplicative_update_into(X, num, den, eps, out, row_ss):
     """``out = X * (num / (den + eps))`` (Lee & Seung's Euclidean update,
     written to a new array or over ``den``: each entry is read before it is
@@ -74,7 +74,7 @@ def multiplicative_update_into(X, num, den, eps, out, row_ss):
         row_ss[i] = (s0 + s1) + (s2 + s3)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def scale_rows_to_unit_l2(H, W, row_ss):
     """:func:`normalize_rows_to_unit_l2` with the rows' sums of squares given
     (as :func:`multiplicative_update_into` leaves them)."""
@@ -229,33 +229,6 @@ def compressed_quotient(indptr, indices, data, scale, A, B, eps, out, with_diver
             else:
                 out[k] = 0.0
         total += acc
-    return total
-
-
-@njit(cache=True)
-def inner_f64(A, B):
-    """``sum(A * B)`` of two 2-D arrays of the same shape, computed in float64
-    (products and sums, whatever their dtype) with four partial sums per row.
-    (``np.float64(a)``, not ``float(a)``: numba's ``float`` of a float32
-    keeps it float32, and the products would be rounded to float32.)"""
-    rows, cols = A.shape
-    total = 0.0
-    for i in range(rows):
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
-        j = 0
-        while j + 4 <= cols:
-            s0 += np.float64(A[i, j]) * np.float64(B[i, j])
-            s1 += np.float64(A[i, j + 1]) * np.float64(B[i, j + 1])
-            s2 += np.float64(A[i, j + 2]) * np.float64(B[i, j + 2])
-            s3 += np.float64(A[i, j + 3]) * np.float64(B[i, j + 3])
-            j += 4
-        while j < cols:
-            s0 += np.float64(A[i, j]) * np.float64(B[i, j])
-            j += 1
-        total += (s0 + s1) + (s2 + s3)
     return total
 
 

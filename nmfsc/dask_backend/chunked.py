@@ -33,7 +33,7 @@ from dask import delayed
 from dask.delayed import Delayed
 
 from nmfsc._kernels import updates as _k
-from nmfsc._threads import run_groups, split, threads
+from nmfsc._threads import pool_threads, run_groups, split
 from nmfsc.solvers.framework import divides_first, inner, is_sparse
 
 __all__ = [
@@ -134,14 +134,15 @@ def map_local(func, args):
     this thread under Dask's synchronous scheduler).
 
     The calls are split into one contiguous group per thread
-    (:func:`nmfsc._threads.threads`); this thread runs the first group while
+    (:func:`nmfsc._threads.pool_threads`: all of them, whatever BLAS limit
+    the run has set for its tasks' products); this thread runs the first group while
     the shared pool runs the others (a pass of the projection is a few
     milliseconds: a task per call cost more in hand-offs than the calls
     themselves).
     """
     if dask.config.get("scheduler", None) in _SERIAL:
         return [func(*a) for a in args]
-    groups = [args[a:b] for a, b in split(len(args), threads())]
+    groups = [args[a:b] for a, b in split(len(args), pool_threads())]
     parts = run_groups([partial(_run_group, func, group) for group in groups])
     return [value for part in parts for value in part]
 

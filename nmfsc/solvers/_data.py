@@ -19,11 +19,12 @@ object for the products below, all of the *normalised* data
 Two kinds (:func:`make_data` picks):
 
 :class:`DenseData` -- an in-memory ndarray (float64 or float32): ``V / s`` is
-copied once (not when s = 1) and the products are numpy's, exactly the
-operations the solvers always did, so a float64 run is bit-identical to
-before. Only the divergence solvers keep an N x T buffer for W H. float32
-data keeps float32 products (BLAS sgemm); the scalar sums of the objective
-run in float64 (:func:`inner`).
+copied once (not when s = 1) and the products are numpy's, cut into blocks of
+a fixed size on nmfsc's threads (:mod:`nmfsc._blocked`: the same bits on any
+number of threads). Only the
+divergence solvers keep an N x T buffer for W H. float32 data keeps float32
+products (BLAS sgemm); the scalar sums of the objective run in float64
+(:func:`inner`).
 
 :class:`ScaledData` -- V used as given, never copied and never made dense: a
 scipy.sparse CSR or CSC matrix or array, or a memory-mapped ndarray. Every
@@ -57,6 +58,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from nmfsc import _blocked
+from nmfsc._blocked import inner
 from nmfsc._kernels import updates as _k
 
 __all__ = [
@@ -64,7 +67,6 @@ __all__ = [
     "DenseData",
     "ScaledData",
     "divides_first",
-    "exact_objective",
     "frobenius_norm",
     "normalised_squares",
     "inner",
@@ -86,26 +88,11 @@ def is_sparse(V):
     return hasattr(V, "nnz") and hasattr(V, "tocsr")
 
 
-def inner(A, B):
-    """``sum(A * B)`` as a Python float: ``np.vdot`` for float64 arrays (the
-    solvers' original operation), accumulated in float64 otherwise."""
-    if A.dtype == np.float64 and B.dtype == np.float64:
-        return float(np.vdot(A, B))
-    A, B = np.atleast_2d(A), np.atleast_2d(B)
-    return float(_k.inner_f64(A, B))
-
-
 def total(X):
     """``sum(X)`` as a Python float, accumulated in float64."""
     if X.dtype == np.float64:
         return float(np.sum(X))
     return float(np.sum(X, dtype=np.float64))
-
-
-def exact_objective(V, W, H, WH):
-    """``0.5 ||V - W H||_F^2`` computed from ``W @ H``, written into the buffer ``WH``."""
-    np.matmul(W, H, out=WH)
-    return _k.half_squared_residual(V, WH)
 
 
 def divides_first(scale, dtype):
@@ -173,37 +160,32 @@ class DenseData:
         return self._WH
 
     def wtv(self, W):
-        return W.T @ self.V
+        return _blocked.matmul_columns(W.T, self.V)
 
     def vht(self, H):
-        return self.V @ H.T
+        return _blocked.matmul_summed(self.V, H.T)
 
     def hvt(self, H):
         """H V^T, in the layout of nmf_sc's projected W step (one column of W
         per row): one product, no transposed copy of V H^T."""
-        return H @ self.V.T
+        return _blocked.matmul_summed(H, self.V.T)
 
     def vht_blocks(self, H):
-        """V H^T as one block: ``(slice(None), V @ H.T)``."""
-        yield slice(None), self.V @ H.T
+        """V H^T as one block: ``(slice(None), V H^T)``."""
+        yield slice(None), self.vht(H)
 
     def mean(self):
         return total(self.V) / self.V.size
 
     def half_squared_error(self, W, H):
-        """``0.5 ||V - W H||^2`` from W H: in the divergence solvers' buffer when
-        they keep one, else in a temporary, so that nmf_sc and Euclidean NMF,
-        which need it only at the start, at the end and near an exact fit,
-        do not hold an N x T array through the run."""
-        WH = self._WH if self._WH is not None else np.empty_like(self.V)
-        return exact_objective(self.V, W, H, WH)
+        """``0.5 ||V - W H||^2`` from W H formed by blocks of columns
+        (:func:`nmfsc._blocked.half_squared_error`): no N x T array is made."""
+        return _blocked.half_squared_error(self.V, W, H)
 
     def relative_error(self, W_normalised, H):
         """``||V - W H||_F / ||V||_F``, computed on the normalised data as
         ``||V / s - W_normalised H||_F / ||V / s||_F`` (the same number, with no
         overflow or underflow whatever the scale of V)."""
-        if self.dtype == np.float64:
-            return float(np.linalg.norm(self.V - W_normalised @ H) / np.linalg.norm(self.V))
         return float(np.sqrt(2.0 * self.half_squared_error(W_normalised, H) / self.vv))
 
     def new_quotient(self):

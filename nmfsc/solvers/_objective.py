@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from nmfsc._blocked import gram_rows, in_groups
 from nmfsc._kernels import updates as _k
-from nmfsc.solvers._data import EXACT_BELOW, exact_objective, inner
+from nmfsc.solvers._data import EXACT_BELOW, inner
 from nmfsc.solvers._loop import Steps
 
 __all__ = [
@@ -15,27 +16,29 @@ __all__ = [
     "ColumnGram",
     "RowGram",
     "SquaredErrorSteps",
-    "exact_objective",
     "expanded_objective",
+    "multiplicative_h_update",
     "multiplicative_w_update",
+    "scale_rows_to_unit_l2",
 ]
 
 
 class ColumnGram:
     """``X^T X``, computed once per array and reused while it is asked for the
-    same array object.
+        same array object.
 
-    The solvers never modify the arrays of their state in place, so the array's
-    identity stands for its contents: nmf_sc's W step computes W^T W of its
-    result for the objective and the next H step needs it again (as every H
-    step does when W is fixed), and nmf_euclidean's next H step needs the W^T W
-    its objective took. A miss computes the same product, so a resumed run,
-    whose W is a loaded copy, gets the same bits. Only the last array is kept.
+        The solvers never modify the arrays of their state in place, so the array's
+        identity stands for its contents: nmf_sc's W step computes W^T W of its
+        result for the objective and the next H step needs it again (as every H
+        step does when W is fixed), and nmf_euclidean's next H step needs the W^T W
+        its objective took. A miss computes the same product, so a resumed run,
+        whose W is a loaded copy, gets the same bits. Only the last array is kept.
 
-    ``from_columns=True`` computes the product as ``C @ C.T`` with
-    ``C = X.T`` copied to rows, the layout in which nmf_sc's projected W step
-    has the columns of its trials, so that a product handed over by
-    :meth:`keep` and one computed on a miss (a resumed run) have the same bits.
+        ``from_columns=True`` computes the product as ``C C^T``
+    (:func:`nmfsc._blocked.gram_rows`) with
+        ``C = X.T`` copied to rows, the layout in which nmf_sc's projected W step
+        has the columns of its trials, so that a product handed over by
+        :meth:`keep` and one computed on a miss (a resumed run) have the same bits.
     """
 
     def __init__(self, from_columns=False):
@@ -53,7 +56,7 @@ class ColumnGram:
             return self._last[1]
         if self._from_columns:
             columns = np.ascontiguousarray(X.T) if columns is None else columns
-            gram = columns @ columns.T
+            gram = gram_rows(columns)
         else:
             gram = X.T @ X
         self._last = (X, gram)
@@ -80,8 +83,32 @@ def expanded_objective(vv, A, X, G, columns, quad=None):
     a meaningful objective.
     """
     if quad is None:
-        quad = X.T @ X if columns else X @ X.T
+        quad = X.T @ X if columns else gram_rows(X)
     return 0.5 * (vv - 2.0 * inner(A, X) + inner(G, quad))
+
+
+def multiplicative_h_update(H, WtV, WtWH, eps, out, row_ss):
+    r"""Lee & Seung's :math:`H' = H \odot (W^T V) \oslash (W^T W H + \epsilon)`
+    written to ``out``, and the squared norms of its rows to ``row_ss``
+    (``updates.multiplicative_update_into`` on groups of rows, one per
+    thread: each row is computed alone, so the bits are the same on any
+    number of threads)."""
+
+    def rows(a, b):
+        _k.multiplicative_update_into(H[a:b], WtV[a:b], WtWH[a:b], eps, out[a:b], row_ss[a:b])
+
+    in_groups(H.shape[0], H.size, rows)
+
+
+def scale_rows_to_unit_l2(H, W, row_ss):
+    """Rows of H scaled to unit L2 norm in place, W's columns multiplied by
+    the norms ``sqrt(row_ss)`` (``updates.scale_rows_to_unit_l2`` on groups
+    of rows of H, with their columns of W)."""
+
+    def rows(a, b):
+        _k.scale_rows_to_unit_l2(H[a:b], W[:, a:b], row_ss[a:b])
+
+    in_groups(H.shape[0], H.size, rows)
 
 
 def multiplicative_w_update(data, W, H, HHt, eps):
@@ -118,8 +145,9 @@ class RowGram:
     nmf_sc's projected H step computes H' H'^T of every trial for its
     objective; the next H step needs H H^T of that same H for the objective
     before its step. ``keep`` stores it; a miss (the first step, a resumed run
-    whose H is a loaded copy) computes ``X @ X.T``, the product ``keep`` was
-    given, so the bits are the same either way.
+    whose H is a loaded copy) computes :func:`nmfsc._blocked.gram_rows` of X,
+    as the step computed the product ``keep`` was given, so the bits are the
+    same either way.
     """
 
     def __init__(self):
@@ -131,7 +159,7 @@ class RowGram:
     def __call__(self, X):
         if self._last is not None and self._last[0] is X:
             return self._last[1]
-        gram = X @ X.T
+        gram = gram_rows(X)
         self._last = (X, gram)
         return gram
 

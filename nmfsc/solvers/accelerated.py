@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nmfsc._blocked import gram_rows, in_groups, matmul_columns
 from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import rowblocks as _rb
 from nmfsc.solvers._objective import expanded_objective
@@ -88,13 +89,23 @@ def sweep(X, G, A, rule, l1=1.0, sweeps=1, delta=0.0):
     G = np.ascontiguousarray(G)
     A = np.ascontiguousarray(A)
     # R = G X in float64 whatever X's dtype (the kernel's b_k are float64).
-    R = np.asarray(G, dtype=np.float64) @ np.asarray(X, dtype=np.float64)
+    R = matmul_columns(np.asarray(G, dtype=np.float64), np.asarray(X, dtype=np.float64))
     b, new = np.empty(n), np.empty(n)
     D = np.empty((_rb.BLOCK, n))
     max_passes = _proj.max_filter_passes(n)
     first = None
     for _ in range(sweeps):
-        decrease, _unchanged = _rb.sweep_rows(X, R, G, A, rule, float(l1), max_passes, b, new, D)
+        decrease = 0.0
+        for start in range(0, M, _rb.BLOCK):
+            stop = min(M, start + _rb.BLOCK)
+            decrease, _unchanged = _rb.sweep_block(
+                X, R, G, A, rule, float(l1), max_passes, b, new, D, start, stop, decrease
+            )
+
+            def update(lo, hi, start=start, stop=stop):
+                _rb.update_r(R, G, D, start, stop, lo, hi)
+
+            in_groups(n, M * n, update)  # R's columns in groups (each alone)
         first = decrease if first is None else first
         if not decrease > delta * first:
             break
@@ -135,7 +146,7 @@ class AcceleratedSteps(HoyerSteps):
         else:
             rule, l1 = _rb.RULE_UNIT, self.proj_h.l1_unit
             H = sweep(H, WtW, WtV, rule, l1, self.sweeps(T, N), SWEEP_DELTA)
-        HHt = H @ H.T
+        HHt = gram_rows(H)
         HVt = self.data.hvt(H)
         Wt = np.ascontiguousarray(W.T)
         if self.proj_w is None:

@@ -51,9 +51,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
+from nmfsc._blocked import gram_rows, matmul_columns
 from nmfsc._kernels import bracket as _bracket
 from nmfsc._kernels import projection as _proj
-from nmfsc._kernels import updates as _k
 from nmfsc._threads import run_groups, split, threads
 from nmfsc._validation import check_optional_sparseness
 from nmfsc.solvers._data import inner
@@ -63,7 +63,9 @@ from nmfsc.solvers._objective import (
     RowGram,
     SquaredErrorSteps,
     expanded_objective,
+    multiplicative_h_update,
     multiplicative_w_update,
+    scale_rows_to_unit_l2,
 )
 from nmfsc.solvers._result import NMFResult
 from nmfsc.solvers._settings import LoopOptions, LoopSettings, takes_loop_settings
@@ -227,6 +229,7 @@ class HoyerSteps(SquaredErrorSteps):
         # is projected, so that the kept product and a recomputed one agree).
         self.w_gram = ColumnGram(from_columns=sparseness_w is not None)
         self.h_gram = RowGram()  # H H^T of the H the last H step accepted
+        self._gradient = None  # dH's buffer (M x T), reused by every H step
 
     # --- start ------------------------------------------------------------
     def initialize(self, W, H):
@@ -287,15 +290,15 @@ class HoyerSteps(SquaredErrorSteps):
         WtV = self.data.wtv(W)
         WtW = self.w_gram(W)
         H_new, row_ss = np.empty_like(H), np.empty(H.shape[0])
-        _k.multiplicative_update_into(H, WtV, WtW @ H, EPS, H_new, row_ss)
+        multiplicative_h_update(H, WtV, matmul_columns(WtW, H), EPS, H_new, row_ss)
         if rescale:
             W = W.copy()
-            _k.scale_rows_to_unit_l2(H_new, W, row_ss)
+            scale_rows_to_unit_l2(H_new, W, row_ss)
         return W, H_new
 
     def w_multiplicative(self, W, H, HHt=None):
         """The multiplicative W update; returns the new W and E(W, H) by the expansion."""
-        HHt = H @ H.T if HHt is None else HHt
+        HHt = gram_rows(H) if HHt is None else HHt
         W, cross = multiplicative_w_update(self.data, W, H, HHt, EPS)
         # expanded_objective(vv, V H^T, W, H H^T, columns=True, quad=W^T W)
         return W, 0.5 * (self.vv - 2.0 * cross + inner(HHt, self.w_gram(W)))
@@ -307,8 +310,11 @@ class HoyerSteps(SquaredErrorSteps):
         WtV = self.data.wtv(W)
         WtW = self.w_gram(W)
         before = expanded_objective(self.vv, WtV, H, WtW, False, self.h_gram(H))
-        dH = WtW @ H
-        dH -= WtV
+        if self._gradient is None or self._gradient.shape != H.shape:
+            self._gradient = np.empty(H.shape, dtype=np.result_type(WtW.dtype, H.dtype))
+        # dH lives only in this step: its buffer is the same every step, so
+        # that no M x T array is allocated (and zero-filled by the kernel) anew.
+        dH = matmul_columns(WtW, H, out=self._gradient, minus=WtV)
         H_new, mu, energy, quad = self._line_search(self.proj_h, H, dH, mu, before, WtV, WtW)
         if H_new is not None:
             self.h_gram.keep(H_new, quad)
@@ -327,11 +333,10 @@ class HoyerSteps(SquaredErrorSteps):
         into W. Returns the new W (None if no step size gives descent), the
         new step size and E by the expansion."""
         HVt = self.data.hvt(H)
-        HHt = H @ H.T if HHt is None else HHt
+        HHt = gram_rows(H) if HHt is None else HHt
         C = np.ascontiguousarray(W.T)
         before = expanded_objective(self.vv, HVt, C, HHt, False, self.w_gram(W, C))
-        dC = HHt @ C
-        dC -= HVt
+        dC = matmul_columns(HHt, C, minus=HVt)
         C_new, mu, energy, quad = self._line_search(
             self.proj_w, C, dC, mu, before, HVt, HHt, own_norm=True
         )
@@ -353,7 +358,7 @@ class HoyerSteps(SquaredErrorSteps):
         while True:
             projected = projector.step_rows(X, D, mu, guide, own_norm)
             if projected is not None:
-                quad = projected @ projected.T
+                quad = gram_rows(projected)
                 after = expanded_objective(self.vv, A, projected, G, False, quad)
                 if after <= before:
                     return projector.take(), mu * MU_GROWTH, after, quad

@@ -14,11 +14,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
+from nmfsc._blocked import gram_rows, matmul_columns
 from nmfsc._kernels import updates as _k
 from nmfsc.solvers._data import inner
 from nmfsc.solvers._docs import DIVERGENCE_UNITS, EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import Steps
-from nmfsc.solvers._objective import ColumnGram, SquaredErrorSteps, multiplicative_w_update
+from nmfsc.solvers._objective import (
+    ColumnGram,
+    SquaredErrorSteps,
+    multiplicative_h_update,
+    multiplicative_w_update,
+    scale_rows_to_unit_l2,
+)
 from nmfsc.solvers._result import NMFResult
 from nmfsc.solvers._settings import LoopOptions, LoopSettings, takes_loop_settings
 from nmfsc.solvers._start import refuse_dead_components
@@ -53,10 +60,11 @@ class EuclideanSteps(SquaredErrorSteps):
         # H update also leaves the squared row norms for the rescaling.
         H = np.empty_like(H0)
         row_ss = np.empty(H.shape[0])
-        _k.multiplicative_update_into(H0, self.data.wtv(W0), self.w_gram(W0) @ H0, EPS, H, row_ss)
-        HHt = H @ H.T
+        WtWH = matmul_columns(self.w_gram(W0), H0)
+        multiplicative_h_update(H0, self.data.wtv(W0), WtWH, EPS, H, row_ss)
+        HHt = gram_rows(H)
         W, cross = multiplicative_w_update(self.data, W0, H, HHt, EPS)  # and <V H^T, W>
-        _k.scale_rows_to_unit_l2(H, W, row_ss)
+        scale_rows_to_unit_l2(H, W, row_ss)
         # The objective of the new (W, H) from the W step's products, without
         # forming W H (see expanded_objective), with the W^T W of the rescaled
         # W that the next H step needs: rescaling W's columns by the row norms
