@@ -60,9 +60,9 @@ def test_the_identity_check_can_fail(V):
 
 
 # --- monotone, constraints held every iteration -----------------------------------
-@pytest.mark.parametrize("params", CONSTRAINTS)
-def test_masked_histories_fall_and_the_constraints_hold_every_iteration(V, mask, params):
-    seen = []
+def constraint_check(params, seen):
+    """A callback asserting the constraints of ``params`` at every iterate,
+    recording the iterations it saw in ``seen``."""
 
     def check(state):
         seen.append(state.iteration)
@@ -76,7 +76,13 @@ def test_masked_histories_fall_and_the_constraints_hold_every_iteration(V, mask,
             )
             np.testing.assert_allclose(np.linalg.norm(state.H, axis=1), 1.0, atol=1e-9)
 
-    result = fit(V, mask=mask, max_iter=100, callback=check, **params)
+    return check
+
+
+@pytest.mark.parametrize("params", CONSTRAINTS)
+def test_masked_histories_fall_and_the_constraints_hold_every_iteration(V, mask, params):
+    seen = []
+    result = fit(V, mask=mask, max_iter=100, callback=constraint_check(params, seen), **params)
     assert seen == list(range(1, 101))
     steps = np.diff(result.objective)
     assert np.all(steps <= 1e-12 * result.objective[0])
@@ -302,19 +308,9 @@ def test_stored_mask_on_threads_equals_the_dense_mask(fmt):
 @pytest.mark.parametrize("params", CONSTRAINTS)
 def test_stored_histories_fall_and_the_constraints_hold_every_iteration(params):
     S, pattern = stored_and_pattern("csc")
-
-    def check(state):
-        if "sparseness_w" in params:
-            np.testing.assert_allclose(
-                sparseness(state.W, axis=0), params["sparseness_w"], atol=1e-9
-            )
-        if "sparseness_h" in params:
-            np.testing.assert_allclose(
-                sparseness(state.H, axis=1), params["sparseness_h"], atol=1e-9
-            )
-            np.testing.assert_allclose(np.linalg.norm(state.H, axis=1), 1.0, atol=1e-9)
-
-    result = fit(S, mask="stored", max_iter=60, callback=check, **params)
+    seen = []
+    result = fit(S, mask="stored", max_iter=60, callback=constraint_check(params, seen), **params)
+    assert seen == list(range(1, 61))
     assert np.all(np.diff(result.objective) <= 1e-12 * result.objective[0])
     assert result.objective[-1] < 0.5 * result.objective[0]
     residual = pattern * (S.toarray() - result.W @ result.H)
@@ -427,6 +423,27 @@ def test_compare_fits_the_accelerated_solver_through_the_mask():
         progress=False,
     )
     assert [r["holdout_fit"] for r in result.rows] == ["masked"]
+
+
+def test_compare_holds_out_stored_entries_for_the_accelerated_solver():
+    """A sparse V's held-out comparison fits the accelerated solver on the
+    training stored entries (mask="stored"), as it does nmf_sc's default."""
+    rng = np.random.default_rng(3)
+    truth = rng.random((40, 3)) @ rng.random((3, 30))
+    S = sp.csr_matrix(np.where(rng.random(truth.shape) < 0.5, truth, 0.0))
+    result = nmfsc.compare(
+        S,
+        3,
+        methods=["nmf_sc", "nmf_sc_accelerated"],
+        holdout=0.2,
+        seeds=(0,),
+        max_iter=200,
+        sparseness_w=0.2,
+        progress=False,
+    )
+    rows = {r["method"]: r for r in result.rows}
+    assert [r["holdout_fit"] for r in rows.values()] == ["masked", "masked"]
+    assert rows["nmf_sc_accelerated"]["holdout_error"] < 0.5
 
 
 def test_cli_fit_accelerated_with_missing_values(tmp_path):
