@@ -317,6 +317,20 @@ def test_stored_histories_fall_and_the_constraints_hold_every_iteration(params):
     assert result.objective[-1] == pytest.approx(0.5 * np.sum(residual**2), rel=1e-9)
 
 
+def test_stored_mask_resumes_bit_identically_and_keeps_float32(tmp_path):
+    S, _ = stored_and_pattern("csr")
+    path = tmp_path / "run.ckpt"
+    kw = {"mask": "stored", "sparseness_w": 0.6, "sparseness_h": 0.5}
+    whole = fit(S, max_iter=12, **kw)
+    fit(S, max_iter=5, checkpoint=path, **kw)
+    resumed = fit(S, max_iter=12, checkpoint=path, resume=True, **kw)
+    np.testing.assert_array_equal(resumed.W, whole.W)
+    np.testing.assert_array_equal(resumed.objective, whole.objective)
+    single = fit(S.astype(np.float32), max_iter=10, **kw)
+    assert single.W.dtype == np.float32 and single.H.dtype == np.float32
+    assert np.all(np.diff(single.objective) <= 1e-6 * single.objective[0])
+
+
 def test_stored_mask_is_never_made_dense():
     """20,000 x 20,000 with 10^4 stored entries: a dense V, mask or residual
     would take 3.2 GB (float64); the run's numpy allocations stay at the
