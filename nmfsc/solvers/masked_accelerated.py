@@ -87,7 +87,7 @@ from nmfsc._kernels import projection as _proj
 from nmfsc.solvers._data import inner
 from nmfsc.solvers.accelerated import SWEEP_DELTA, AcceleratedSteps, unit_rows
 
-__all__ = ["MaskedAcceleratedSteps", "masked_sweep"]
+__all__ = ["DenseRows", "MaskedAcceleratedSteps", "StoredRows", "masked_sweep"]
 
 #: Majorised steps per constrained row and sweep.
 INNER_STEPS = 5
