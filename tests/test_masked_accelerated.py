@@ -60,9 +60,9 @@ def test_the_identity_check_can_fail(V):
 
 
 # --- monotone, constraints held every iteration -----------------------------------
-@pytest.mark.parametrize("params", CONSTRAINTS)
-def test_masked_histories_fall_and_the_constraints_hold_every_iteration(V, mask, params):
-    seen = []
+def constraint_check(params, seen):
+    """A callback asserting the constraints of ``params`` at every iterate,
+    recording the iterations it saw in ``seen``."""
 
     def check(state):
         seen.append(state.iteration)
@@ -76,7 +76,13 @@ def test_masked_histories_fall_and_the_constraints_hold_every_iteration(V, mask,
             )
             np.testing.assert_allclose(np.linalg.norm(state.H, axis=1), 1.0, atol=1e-9)
 
-    result = fit(V, mask=mask, max_iter=100, callback=check, **params)
+    return check
+
+
+@pytest.mark.parametrize("params", CONSTRAINTS)
+def test_masked_histories_fall_and_the_constraints_hold_every_iteration(V, mask, params):
+    seen = []
+    result = fit(V, mask=mask, max_iter=100, callback=constraint_check(params, seen), **params)
     assert seen == list(range(1, 101))
     steps = np.diff(result.objective)
     assert np.all(steps <= 1e-12 * result.objective[0])
@@ -250,13 +256,154 @@ def test_float32_data_keeps_float32_factors(V, mask):
     assert np.all(np.diff(result.objective) <= 1e-6 * result.objective[0])
 
 
+# --- sparse V with mask="stored" ----------------------------------------------------------
+def stored_and_pattern(fmt, shape=(30, 22), density=0.3, seed=3):
+    """A sparse V with explicit stored zeros (observed zeros), in ``fmt``,
+    and the dense boolean mask of its pattern."""
+    S = sp.random(*shape, density=density, random_state=seed, format="csr")
+    S.data[::7] = 0.0
+    S = S.asformat(fmt)
+    pattern = np.zeros(S.shape, dtype=bool)
+    coo = S.tocoo()
+    pattern[coo.row, coo.col] = True
+    return S, pattern
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+@pytest.mark.parametrize("params", CONSTRAINTS)
+def test_stored_mask_equals_the_dense_mask_of_its_pattern(fmt, params):
+    S, pattern = stored_and_pattern(fmt)
+    assert np.any(S.data == 0.0)
+    stored = fit(S, mask="stored", max_iter=20, **params)
+    dense = fit(S.toarray(), mask=pattern, max_iter=20, **params)
+    np.testing.assert_allclose(stored.objective, dense.objective, rtol=1e-10, atol=0)
+    np.testing.assert_allclose(stored.W, dense.W, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(stored.H, dense.H, rtol=1e-8, atol=1e-12)
+    assert stored.relative_error == pytest.approx(dense.relative_error, rel=1e-10)
+
+
+def test_stored_zeros_are_observed():
+    """Dropping the explicit zeros of the pattern changes the fit: they are
+    entries to fit, not missing ones."""
+    S, _ = stored_and_pattern("csr")
+    dropped = S.copy()
+    dropped.eliminate_zeros()
+    assert dropped.nnz < S.nnz
+    kept = fit(S, mask="stored", max_iter=20, sparseness_w=0.6)
+    without = fit(dropped, mask="stored", max_iter=20, sparseness_w=0.6)
+    assert not np.allclose(kept.objective, without.objective, rtol=1e-6)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_stored_mask_on_threads_equals_the_dense_mask(fmt):
+    """Large enough that the stored residual is formed in groups on threads."""
+    S, pattern = stored_and_pattern(fmt, (400, 300), 0.2, 5)
+    assert S.nnz * M >= 1 << 16
+    stored = fit(S, mask="stored", max_iter=10, sparseness_h=0.5)
+    dense = fit(S.toarray(), mask=pattern, max_iter=10, sparseness_h=0.5)
+    np.testing.assert_allclose(stored.objective, dense.objective, rtol=1e-10, atol=0)
+    np.testing.assert_allclose(stored.W, dense.W, rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("params", CONSTRAINTS)
+def test_stored_histories_fall_and_the_constraints_hold_every_iteration(params):
+    S, pattern = stored_and_pattern("csc")
+    seen = []
+    result = fit(S, mask="stored", max_iter=60, callback=constraint_check(params, seen), **params)
+    assert seen == list(range(1, 61))
+    assert np.all(np.diff(result.objective) <= 1e-12 * result.objective[0])
+    assert result.objective[-1] < 0.5 * result.objective[0]
+    residual = pattern * (S.toarray() - result.W @ result.H)
+    assert result.objective[-1] == pytest.approx(0.5 * np.sum(residual**2), rel=1e-9)
+
+
+def test_stored_mask_resumes_bit_identically_and_keeps_float32(tmp_path):
+    S, _ = stored_and_pattern("csr")
+    path = tmp_path / "run.ckpt"
+    kw = {"mask": "stored", "sparseness_w": 0.6, "sparseness_h": 0.5}
+    whole = fit(S, max_iter=12, **kw)
+    fit(S, max_iter=5, checkpoint=path, **kw)
+    resumed = fit(S, max_iter=12, checkpoint=path, resume=True, **kw)
+    np.testing.assert_array_equal(resumed.W, whole.W)
+    np.testing.assert_array_equal(resumed.objective, whole.objective)
+    single = fit(S.astype(np.float32), max_iter=10, **kw)
+    assert single.W.dtype == np.float32 and single.H.dtype == np.float32
+    assert np.all(np.diff(single.objective) <= 1e-6 * single.objective[0])
+
+
+def test_stored_mask_is_never_made_dense():
+    """20,000 x 20,000 with 10^4 stored entries: a dense V, mask or residual
+    would take 3.2 GB (float64); the run's numpy allocations stay at the
+    factors' and the stored entries' size."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    n, nnz = 20_000, 10_000
+    S = sp.csr_matrix(
+        (rng.random(nnz) + 0.1, (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n)
+    )
+    fit(S[:50, :50] + sp.eye(50, format="csr"), mask="stored", max_iter=1)  # compile first
+    tracemalloc.start()
+    try:
+        result = fit(S, mask="stored", max_iter=2, sparseness_w=0.6, sparseness_h=0.6)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20  # a dense 20,000 x 20,000 float64 array: 3,200 MB
+    assert np.all(np.isfinite(result.objective))
+    assert result.objective[-1] <= result.objective[0]
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+@pytest.mark.parametrize("rule", ["nonneg", "unit", "scaled"])
+def test_the_stored_sweep_is_the_dense_sweep_at_the_pattern(fmt, rule):
+    """One sweep of each factor by the stored kernel and by the dense kernel
+    on the dense mask of the pattern, from the same residual and weights:
+    the same rows and residual, bit for bit (the b's are summed in one order)."""
+    from nmfsc._kernels import masked_rows as mr
+    from nmfsc._kernels.projection import max_filter_passes
+
+    S, pattern = stored_and_pattern(fmt)
+    N, T = S.shape
+
+    def at_pattern(A):
+        """A's (N x T) entries at the stored ones, in S's order (by rows for
+        CSR, by columns for CSC)."""
+        return A[pattern] if fmt == "csr" else A.T[pattern.T]
+
+    rng = np.random.default_rng(4)
+    W, H = rng.random((N, M)), rng.random((M, T))
+    R = pattern * (S.toarray() - W @ H)
+    code = {"nonneg": mr.RULE_NONNEG, "unit": mr.RULE_UNIT, "scaled": mr.RULE_SCALED}[rule]
+    for step in ("h", "w"):
+        if step == "h":
+            X, Y, E, mask = H.copy(), W.T, R.copy(), pattern
+        else:
+            X, Y, E, mask = W.T.copy(), H, R.T.copy(), pattern.T
+        n = X.shape[1]
+        l1 = 1.0 if rule == "nonneg" else 0.6 * np.sqrt(n)
+        D = (Y * Y) @ mask
+        scatter = (step == "h") == (fmt == "csr")
+        X_stored, E_stored = X.copy(), at_pattern(R)
+        args = (D, code, l1, max_filter_passes(n), 5, 0.1)
+        dense = mr.sweep_masked_rows(X, Y, E, mask, *args, *scratch(n))
+        stored = mr.sweep_stored_rows(
+            X_stored, Y, S.indptr, S.indices, E_stored, scatter, *args, *scratch(n)
+        )
+        assert dense == stored
+        assert dense[1] < M  # some row changed
+        np.testing.assert_array_equal(X_stored, X)
+        np.testing.assert_array_equal(E_stored, at_pattern(E if step == "h" else E.T))
+        weights = np.empty((n, M))
+        mr.stored_weights(S.indptr, S.indices, np.ascontiguousarray(Y.T), scatter, weights)
+        np.testing.assert_allclose(weights.T, D, rtol=1e-14)
+
+
+def scratch(n):
+    return np.empty(n), np.empty((4, n))
+
+
 # --- what is refused ------------------------------------------------------------------------
-def test_a_stored_mask_is_refused_with_the_alternative():
-    S = sp.random(20, 15, density=0.4, random_state=0, format="csr")
-    with pytest.raises(ValueError, match=r"does not take mask='stored'.*solver='hoyer'"):
-        nmfsc.nmf_sc(S, 2, mask="stored", solver="accelerated")
-
-
 def test_bad_masks_are_refused(V):
     with pytest.raises(ValueError, match="mask must have V's shape"):
         nmfsc.nmf_sc(V, M, mask=np.ones((3, 3), dtype=bool), solver="accelerated")
@@ -290,6 +437,27 @@ def test_compare_fits_the_accelerated_solver_through_the_mask():
         progress=False,
     )
     assert [r["holdout_fit"] for r in result.rows] == ["masked"]
+
+
+def test_compare_holds_out_stored_entries_for_the_accelerated_solver():
+    """A sparse V's held-out comparison fits the accelerated solver on the
+    training stored entries (mask="stored"), as it does nmf_sc's default."""
+    rng = np.random.default_rng(3)
+    truth = rng.random((40, 3)) @ rng.random((3, 30))
+    S = sp.csr_matrix(np.where(rng.random(truth.shape) < 0.5, truth, 0.0))
+    result = nmfsc.compare(
+        S,
+        3,
+        methods=["nmf_sc", "nmf_sc_accelerated"],
+        holdout=0.2,
+        seeds=(0,),
+        max_iter=200,
+        sparseness_w=0.2,
+        progress=False,
+    )
+    rows = {r["method"]: r for r in result.rows}
+    assert [r["holdout_fit"] for r in rows.values()] == ["masked", "masked"]
+    assert rows["nmf_sc_accelerated"]["holdout_error"] < 0.5
 
 
 def test_cli_fit_accelerated_with_missing_values(tmp_path):

@@ -35,6 +35,13 @@ A step is taken only if f_k, computed here in float64, does not rise, so E
 never rises up to rounding. With a full mask d_t = g_kk for every t, so
 z = b / g_kk and the first step is the unmasked kernel's exact update.
 Every sum is taken in a fixed order: the same input gives the same bits.
+
+``mask="stored"`` (:func:`sweep_stored_rows`): the residual is kept at the
+stored entries of a CSR or CSC pattern alone (nnz values), and the passes
+run over them (:func:`_stored_pass`), scattering into b where the row's
+entries are the pattern's inner index and gathering where they are its outer
+one, each b_t summed in the dense pass's order; the rows' updates are the
+same routine (:func:`_row_update`). A sweep then costs O(M nnz).
 """
 
 import math
@@ -45,7 +52,14 @@ from numba import njit
 from nmfsc._kernels.projection import METHOD_FAST, STATUS_OK, project_vector_guided
 from nmfsc._kernels.rowblocks import RULE_NONNEG, RULE_SCALED, RULE_UNIT
 
-__all__ = ["RULE_NONNEG", "RULE_SCALED", "RULE_UNIT", "sweep_masked_rows"]
+__all__ = [
+    "RULE_NONNEG",
+    "RULE_SCALED",
+    "RULE_UNIT",
+    "stored_weights",
+    "sweep_masked_rows",
+    "sweep_stored_rows",
+]
 
 
 @njit(cache=True, nogil=True)
@@ -132,6 +146,44 @@ def _constrained_steps(x, d, b, rule, l1, max_passes, inner, inner_delta, z, u, 
 
 
 @njit(cache=True, nogil=True)
+def _row_update(Xk, d, b, rule, l1, max_passes, inner, inner_delta, z, u, new, delta):
+    """Row k's update, shared by both sweeps: on entry ``b`` holds
+    sum_i y_i E_it; it becomes b of f_k (+ d * x), the row takes its rule's
+    update (module docstring) and, when f_k does not rise, is replaced in
+    place with its change as stored in ``delta``. Returns (decrease of f_k,
+    whether the row changed)."""
+    n = Xk.shape[0]
+    finite = True
+    for t in range(n):
+        b[t] += d[t] * np.float64(Xk[t])
+        finite &= math.isfinite(b[t])
+    gain = 0.0
+    changed = False
+    if finite:
+        if rule == RULE_NONNEG:
+            for t in range(n):
+                new[t] = max(b[t] / d[t], 0.0) if d[t] > 0.0 else np.float64(Xk[t])
+            before = _weighted_value(d, b, Xk, n)
+            after = _weighted_value(d, b, new, n)
+            if after <= before:
+                gain = before - after
+                changed = True
+        else:
+            gain, taken = _constrained_steps(
+                Xk, d, b, rule, l1, max_passes, inner, inner_delta, z, u, new
+            )
+            changed = taken > 0
+    if changed:
+        for t in range(n):
+            old = np.float64(Xk[t])
+            Xk[t] = new[t]
+            delta[t] = np.float64(Xk[t]) - old  # the change as stored (float32 rounds)
+    else:
+        gain = 0.0
+    return gain, changed
+
+
+@njit(cache=True, nogil=True)
 def sweep_masked_rows(X, Y, E, mask, D, rule, l1, max_passes, inner, inner_delta, b, scratch):
     """One sweep over the rows of X (module docstring), in place.
 
@@ -151,38 +203,104 @@ def sweep_masked_rows(X, Y, E, mask, D, rule, l1, max_passes, inner, inner_delta
     unchanged = 0
     _pass(E, mask, Y[0], delta, False, Y[0], b, True)
     for k in range(M):
-        Xk = X[k]
-        d = D[k]
-        finite = True
-        for t in range(n):
-            b[t] += d[t] * np.float64(Xk[t])
-            finite &= math.isfinite(b[t])
-        changed = False
-        if finite:
-            if rule == RULE_NONNEG:
-                for t in range(n):
-                    new[t] = max(b[t] / d[t], 0.0) if d[t] > 0.0 else np.float64(Xk[t])
-                before = _weighted_value(d, b, Xk, n)
-                after = _weighted_value(d, b, new, n)
-                if after <= before:
-                    decrease += before - after
-                    changed = True
-            else:
-                gain, taken = _constrained_steps(
-                    Xk, d, b, rule, l1, max_passes, inner, inner_delta, z, u, new
-                )
-                if taken > 0:
-                    decrease += gain
-                    changed = True
-        if changed:
-            for t in range(n):
-                old = np.float64(Xk[t])
-                Xk[t] = new[t]
-                delta[t] = np.float64(Xk[t]) - old  # the change as stored (float32 rounds)
-        else:
-            unchanged += 1
+        gain, changed = _row_update(
+            X[k], D[k], b, rule, l1, max_passes, inner, inner_delta, z, u, new, delta
+        )
+        decrease += gain
+        unchanged += 0 if changed else 1
         following = k + 1 < M
         if changed or following:
             nxt = Y[k + 1] if following else Y[k]
             _pass(E, mask, Y[k], delta, changed, nxt, b, following)
     return decrease, unchanged
+
+
+@njit(cache=True, nogil=True)
+def _stored_pass(indptr, indices, E, scatter, y, delta, update, ynext, bnext, gather):
+    """:func:`_pass` on the stored entries: E holds the residual's values in
+    the pattern's order (CSR or CSC: ``indptr``, ``indices``). With
+    ``scatter`` the row's entries are the pattern's inner index c and the
+    other factor's the outer index o, so at the stored entry k = (o, c):
+    with ``update`` E_k -= y_o delta_c, with ``gather`` bnext_c +=
+    ynext_o E_k; else the two exchange (E_k -= y_c delta_o, bnext_o +=
+    ynext_c E_k). Either way each bnext entry is summed over the other
+    index in increasing order, as :func:`_pass` sums it."""
+    if gather:
+        bnext[:] = 0.0
+    for o in range(indptr.shape[0] - 1):
+        first, stop = indptr[o], indptr[o + 1]
+        if scatter:
+            yo = np.float64(y[o]) if update else 0.0
+            zo = np.float64(ynext[o]) if gather else 0.0
+            if yo == 0.0 and zo == 0.0:
+                continue
+            for k in range(first, stop):
+                c = indices[k]
+                if yo != 0.0:
+                    E[k] -= yo * delta[c]
+                if zo != 0.0:
+                    bnext[c] += zo * E[k]
+        else:
+            step = delta[o] if update else 0.0
+            total = 0.0
+            for k in range(first, stop):
+                c = indices[k]
+                if step != 0.0:
+                    E[k] -= np.float64(y[c]) * step
+                if gather:
+                    total += np.float64(ynext[c]) * E[k]
+            if gather:
+                bnext[o] = total
+
+
+@njit(cache=True, nogil=True)
+def sweep_stored_rows(
+    X, Y, indptr, indices, E, scatter, D, rule, l1, max_passes, inner, inner_delta, b, scratch
+):
+    """:func:`sweep_masked_rows` with the residual kept at the stored entries
+    of a sparse pattern (``mask="stored"``): E (float64, nnz) holds
+    V - W H there in the order of the pattern's ``indptr`` and ``indices``
+    (CSR or CSC), and ``scatter`` says whether X's entries are the
+    pattern's inner index (:func:`_stored_pass`): for a CSR pattern the H
+    step scatters and the W step gathers, for CSC the reverse, so neither
+    needs the other layout. The rows' updates are :func:`sweep_masked_rows`'
+    (one :func:`_row_update`), and each b is summed in the dense kernel's
+    order, so a pattern and the dense mask of it give the same sweep; a
+    sweep costs O(nnz M) plus the rows' updates.
+    """
+    M, n = X.shape
+    z, u, new, delta = scratch[0], scratch[1], scratch[2], scratch[3]
+    decrease = 0.0
+    unchanged = 0
+    _stored_pass(indptr, indices, E, scatter, Y[0], delta, False, Y[0], b, True)
+    for k in range(M):
+        gain, changed = _row_update(
+            X[k], D[k], b, rule, l1, max_passes, inner, inner_delta, z, u, new, delta
+        )
+        decrease += gain
+        unchanged += 0 if changed else 1
+        following = k + 1 < M
+        if changed or following:
+            nxt = Y[k + 1] if following else Y[k]
+            _stored_pass(indptr, indices, E, scatter, Y[k], delta, changed, nxt, b, following)
+    return decrease, unchanged
+
+
+@njit(cache=True, nogil=True)
+def stored_weights(indptr, indices, Yt, scatter, out):
+    """The weights d of every row at a sparse pattern, transposed: ``out``
+    (n x M, float64) = sum over the stored entries (o, c) of the other
+    factor's squared entries, ``out[c] += Yt[o]**2`` with ``scatter``, else
+    ``out[o] += Yt[c]**2`` (:func:`_stored_pass`'s orientation). Yt (m x M)
+    is the other factor with its rows along the pattern's other index: W
+    for the H step, H^T for the W step. ``out`` is overwritten."""
+    out[:] = 0.0
+    M = Yt.shape[1]
+    for o in range(indptr.shape[0] - 1):
+        for k in range(indptr[o], indptr[o + 1]):
+            c = indices[k]
+            x = c if scatter else o
+            other = o if scatter else c
+            for j in range(M):
+                y = np.float64(Yt[other, j])
+                out[x, j] += y * y

@@ -60,8 +60,22 @@ recomputed from W and H at every factor step, so the state is W and H alone
 and a checkpoint resumes bit-identically. The recorded objective is E after
 the W step, computed exactly from a fresh :math:`\Omega \odot (W H)`.
 
-``mask="stored"`` (a scipy.sparse V) is refused: the residual would be kept
-at the stored entries, but this kernel keeps it dense.
+``mask="stored"`` (a scipy.sparse V, its stored entries the observed ones,
+explicit zeros included) runs the same algorithm with the residual kept at
+the stored entries alone (:class:`StoredRows`; kernel
+:func:`nmfsc._kernels.masked_rows.sweep_stored_rows`): one float64 array of
+nnz values in V's own CSR or CSC order, for both steps. A step whose row
+entries are the pattern's inner index (the H step of a CSR V, the W step of
+a CSC one) scatters, :math:`b_t \mathrel{+}= W_{ik} R_{it}` over the stored
+entries of each outer row, and the other gathers, so neither step needs the
+other layout; every :math:`b_t` is summed over the same entries in the same
+order as the dense kernel sums it, and the rows' updates are the dense
+kernel's (one routine), so a sparse V and the dense mask of its pattern
+give the same iterates up to the rounding of the weights and of the
+residual's recomputation. A sweep costs O(nnz M) (plus the rows' updates,
+O(M (N + T)) and the projections), the weights one O(nnz M) pass per factor
+step, and the memory beyond the factors is O(nnz): neither V nor the mask
+is made dense.
 """
 
 from __future__ import annotations
@@ -73,7 +87,7 @@ from nmfsc._kernels import projection as _proj
 from nmfsc.solvers._data import inner
 from nmfsc.solvers.accelerated import SWEEP_DELTA, AcceleratedSteps, unit_rows
 
-__all__ = ["MaskedAcceleratedSteps", "masked_sweep"]
+__all__ = ["DenseRows", "MaskedAcceleratedSteps", "StoredRows", "masked_sweep"]
 
 #: Majorised steps per constrained row and sweep.
 INNER_STEPS = 5
@@ -81,22 +95,26 @@ INNER_STEPS = 5
 INNER_DELTA = 0.1
 
 
-def masked_sweep(X, Y, E, mask, D, rule, l1, sweeps=1, delta=0.0, inner_steps=1, inner_delta=0.0):
-    """Up to ``sweeps`` sweeps of :func:`nmfsc._kernels.masked_rows.sweep_masked_rows`
-    over the rows of X; returns a new array (X is not modified; the residual
-    E is updated in place). The sweeps stop early when one decreases f by at
-    most ``delta`` times the first one did."""
+def masked_sweep(
+    X, kernel, operands, D, rule, l1, sweeps=1, delta=0.0, inner_steps=1, inner_delta=0.0
+):
+    """Up to ``sweeps`` sweeps of ``kernel``
+    (:func:`nmfsc._kernels.masked_rows.sweep_masked_rows`, or
+    :func:`~nmfsc._kernels.masked_rows.sweep_stored_rows` for a stored
+    pattern) over the rows of X, called as ``kernel(X, *operands, D, rule,
+    l1, ...)``; ``operands`` are the other factor's rows and the residual
+    (updated in place) in the kernel's layout. Returns a new array (X is not
+    modified). The sweeps stop early when one decreases f by at most
+    ``delta`` times the first one did."""
     X = np.array(X, order="C")
     n = X.shape[1]
     b, scratch = np.empty(n), np.empty((4, n))
     max_passes = _proj.max_filter_passes(n)
     first = None
     for _ in range(sweeps):
-        decrease, _unchanged = _mr.sweep_masked_rows(
+        decrease, _unchanged = kernel(
             X,
-            Y,
-            E,
-            mask,
+            *operands,
             D,
             rule,
             float(l1),
@@ -112,40 +130,103 @@ def masked_sweep(X, Y, E, mask, D, rule, l1, sweeps=1, delta=0.0, inner_steps=1,
     return X
 
 
+class DenseRows:
+    """The sweeps' residual for a dense V and a boolean mask: an N x T array
+    (its transpose for the W step), zero where unobserved."""
+
+    def __init__(self, data):
+        self.data = data
+        self.mask = data.mask
+        self.mask_t = np.ascontiguousarray(data.mask.T)  # the W step's layout (T x N)
+        self.weights = data.mask.astype(np.float64)  # Omega as 0/1, for the weights' products
+        self.V_t = np.ascontiguousarray(data.V.T, dtype=np.float64)
+
+    def residual(self, W, H):
+        """``(Omega * (V - W H), E)``, float64."""
+        R = np.asarray(self.data.V - self.data.product(W, H), dtype=np.float64)
+        return R, 0.5 * inner(R, R)
+
+    def h_sweeps(self, W, H, R, rule, l1, sweeps):
+        """The H step's sweeps from the residual R of (W, H) (updated in place)."""
+        Wt = np.ascontiguousarray(W.T)
+        D = (Wt * Wt) @ self.weights  # d of every row of H: (W o W)^T Omega
+        return _sweeps(H, _mr.sweep_masked_rows, (Wt, R, self.mask), D, rule, l1, sweeps)
+
+    def w_sweeps(self, W, H, rule, l1, sweeps):
+        """The W step's sweeps over the rows of W^T; returns the new W^T."""
+        R_t = np.asarray(H.T @ W.T, dtype=np.float64)
+        np.multiply(R_t, self.mask_t, out=R_t)
+        np.subtract(self.V_t, R_t, out=R_t)
+        D = (H * H) @ self.weights.T  # d of every column of W: (H o H) Omega^T
+        return _sweeps(W.T, _mr.sweep_masked_rows, (H, R_t, self.mask_t), D, rule, l1, sweeps)
+
+
+class StoredRows:
+    """The sweeps' residual for ``mask="stored"``: V - W H at the stored
+    entries alone (float64, nnz, in V's CSR or CSC order), one array for
+    both steps; neither V nor the mask is made dense."""
+
+    def __init__(self, data):
+        self.data = data
+        self.indptr, self.indices = data.raw.indptr, data.raw.indices
+        self.csc = data.csc
+
+    def residual(self, W, H):
+        """``(values, E)``: V - W H at the stored entries, float64, and E
+        (:meth:`~nmfsc.solvers._masked_data.MaskedStored.residual_energy`)."""
+        R, energy = self.data.residual_energy(
+            W.astype(np.float64, copy=False), H.astype(np.float64, copy=False)
+        )
+        return np.negative(R.data, out=R.data), energy
+
+    def h_sweeps(self, W, H, R, rule, l1, sweeps):
+        """The H step's sweeps: a CSR pattern scatters them (H's entries are
+        its columns), a CSC one gathers."""
+        scatter = not self.csc
+        D = self._weights(W, scatter, H.shape[1])
+        operands = (np.ascontiguousarray(W.T), self.indptr, self.indices, R, scatter)
+        return _sweeps(H, _mr.sweep_stored_rows, operands, D, rule, l1, sweeps)
+
+    def w_sweeps(self, W, H, rule, l1, sweeps):
+        """The W step's sweeps over the rows of W^T from a fresh residual."""
+        R = self.residual(W, H)[0]
+        D = self._weights(np.ascontiguousarray(H.T), self.csc, W.shape[0])
+        operands = (H, self.indptr, self.indices, R, self.csc)
+        return _sweeps(W.T, _mr.sweep_stored_rows, operands, D, rule, l1, sweeps)
+
+    def _weights(self, Yt, scatter, n):
+        """D (M x n): the weights of every row, from the other factor Yt
+        (its rows along the pattern's other index)."""
+        out = np.empty((n, Yt.shape[1]))
+        _mr.stored_weights(self.indptr, self.indices, Yt, scatter, out)
+        return np.ascontiguousarray(out.T)
+
+
+def _sweeps(X, kernel, operands, D, rule, l1, sweeps):
+    return masked_sweep(
+        X, kernel, operands, D, rule, l1, sweeps, SWEEP_DELTA, INNER_STEPS, INNER_DELTA
+    )
+
+
 class MaskedAcceleratedSteps(AcceleratedSteps):
     """One iteration of ``nmf_sc(solver="accelerated", mask=...)``: the H
     sweeps, then the W sweeps (module docstring). The start is nmf_sc's; the
     state is W and H."""
 
     def __init__(self, data, n_components, sparseness_w, sparseness_h):
-        if data.sparse:
-            raise ValueError(
-                "solver='accelerated' does not take mask='stored' (a sparse V); use "
-                "solver='hoyer' with mask='stored', or a dense V with a boolean mask"
-            )
         super().__init__(data, n_components, sparseness_w, sparseness_h)
-        self.mask = data.mask
-        self.mask_t = np.ascontiguousarray(data.mask.T)  # the W step's layout (T x N)
-        self.weights = data.mask.astype(np.float64)  # Omega as 0/1, for the weights' products
-        self.V_t = np.ascontiguousarray(data.V.T, dtype=np.float64)
+        self.rows = StoredRows(data) if data.sparse else DenseRows(data)
         self._last = None
 
     def residual(self, W, H):
-        """``(Omega * (V - W H), E)``, float64, kept for the same (W, H) arrays."""
+        """``(R, E)`` of :meth:`DenseRows.residual` or
+        :meth:`StoredRows.residual`, kept for the same (W, H) arrays."""
         last = self._last
         if last is not None and last[0] is W and last[1] is H:
             return last[2], last[3]
-        R = self.data.V - self.data.product(W, H)
-        R = np.asarray(R, dtype=np.float64)
-        energy = 0.5 * inner(R, R)
+        R, energy = self.rows.residual(W, H)
         self._last = (W, H, R, energy)
         return R, energy
-
-    def residual_t(self, W, H):
-        """The residual's transpose (T x N, float64), the W step's layout."""
-        Y = np.asarray(H.T @ W.T, dtype=np.float64)
-        np.multiply(Y, self.mask_t, out=Y)
-        return np.subtract(self.V_t, Y, out=Y)
 
     def start(self, state):
         return self.objective(state["W"], state["H"])
@@ -157,28 +238,17 @@ class MaskedAcceleratedSteps(AcceleratedSteps):
         W, H = state["W"], state["H"]
         N, T = self.data.shape
         R = self.residual(W, H)[0].copy()  # the sweeps update it in place
-        Wt = np.ascontiguousarray(W.T)
-        D = (Wt * Wt) @ self.weights  # d of every row of H: (W o W)^T Omega
         if self.proj_h is None:
             rule, l1 = _mr.RULE_NONNEG, 1.0
         else:
             rule, l1 = _mr.RULE_UNIT, self.proj_h.l1_unit
-        H = self._sweep(H, Wt, R, self.mask, D, rule, l1, self.sweeps(T, N))
+        H = self.rows.h_sweeps(W, H, R, rule, l1, self.sweeps(T, N))
         if self.proj_h is None and self.proj_w is not None:
             W, H = unit_rows(W, H)
-            Wt = np.ascontiguousarray(W.T)
-        R_t = self.residual_t(W, H)
-        D = (H * H) @ self.weights.T  # d of every column of W: (H o H) Omega^T
         if self.proj_w is None:
             rule, l1 = _mr.RULE_NONNEG, 1.0
         else:
             rule, l1 = _mr.RULE_SCALED, self.proj_w.l1_unit
-        Wt = self._sweep(Wt, H, R_t, self.mask_t, D, rule, l1, self.sweeps(N, T))
+        Wt = self.rows.w_sweeps(W, H, rule, l1, self.sweeps(N, T))
         W = np.ascontiguousarray(Wt.T)
         return {"W": W, "H": H}, self.objective(W, H), None
-
-    @staticmethod
-    def _sweep(X, Y, R, mask, D, rule, l1, sweeps):
-        return masked_sweep(
-            X, Y, R, mask, D, rule, l1, sweeps, SWEEP_DELTA, INNER_STEPS, INNER_DELTA
-        )
