@@ -154,15 +154,6 @@ class MaskedDense:
         """The mean observed entry (NNDSVD's fill)."""
         return total(self.V) / self.count
 
-    def h_update_terms(self, W, H, observed):
-        """The H update's numerator and denominator, W^T (M * V) and
-        W^T (M * W H); ``observed()`` gives M * W H (cached by the caller)."""
-        return self.wtv(W), self.left(W, observed())
-
-    def w_update_terms(self, W, H, observed):
-        """The W update's (M * V) H^T and (M * W H) H^T."""
-        return self.vht(H), self.right(observed(), H)
-
     def residual_energy(self, W, H, out=None):
         """``(R, E)``: :math:`R = \\Omega \\odot (W H) - \\tilde V` and
         :math:`E = \\tfrac12 \\lVert R \\rVert_F^2` (float64), in one BLAS product
@@ -267,7 +258,7 @@ class MaskedStored(MaskedDense):
         dtype = np.result_type(W.dtype, H.dtype)
         W_new = np.empty(W.shape, dtype=dtype)
         if self.csc:
-            num, den = self.w_update_terms(W, H, None)
+            num, den = self.w_update_terms(W, H)
             _ku.multiplicative_update_into(W, num, den, eps, W_new, np.empty(W.shape[0]))
             return W_new, *self.residual_energy(W_new, H)
         values = np.empty(V.nnz, dtype=dtype)
@@ -316,15 +307,9 @@ class MaskedStored(MaskedDense):
     def mean(self):
         return total(self.values) / max(1, self.count)
 
-    def h_update_terms(self, W, H, observed):
-        """W^T (M * V) and W^T (M * W H) in one pass over the stored entries
-        (:func:`nmfsc._kernels.masked.stored_update_terms`); M * W H is formed
-        there, entry by entry, and ``observed`` is not called."""
-        num, den = self._products_terms(W, H, scatter=not self.csc, size=self.shape[1])
-        return np.ascontiguousarray(num.T), np.ascontiguousarray(den.T)
-
-    def w_update_terms(self, W, H, observed):
-        """(M * V) H^T and (M * W H) H^T in one pass over the stored entries."""
+    def w_update_terms(self, W, H):
+        """(M * V) H^T and (M * W H) H^T in one pass over the stored entries
+        (a CSC V's W update)."""
         return self._products_terms(W, H, scatter=self.csc, size=self.shape[0])
 
     def _products_terms(self, W, H, scatter, size):
