@@ -68,9 +68,34 @@ RESIDUAL_COLUMNS = 1024
 PARALLEL_ENTRIES = 1 << 16
 
 
-def _over_blocks(count: int, task: Callable[[int, int], None]) -> None:
+#: A product of an (m x k) and a (k x n) matrix with m n k below this runs
+#: directly on the calling thread, BLAS not limited: OpenBLAS runs a gemm
+#: that small on one thread (its ``GEMM_MULTITHREAD_THRESHOLD`` rule,
+#: 65536 x 4), so its bits are those of the blocked path, without the tens
+#: of microseconds that the pool and a threadpoolctl limit cost per product
+#: (most of an iteration on a matrix of a few thousand entries).
+SMALL_GEMM = 1 << 18
+#: The same bound for a matrix-vector product (m or n equal to 1), which
+#: OpenBLAS runs on one thread below 2304 x 4 entries of the matrix.
+SMALL_GEMV = 2304 * 4
+
+
+def _blas_alone(m: int, n: int, k: int) -> bool:
+    """Whether BLAS computes an (m x k) by (k x n) product on one thread by
+    itself (see :data:`SMALL_GEMM`)."""
+    size = m * n * k
+    return size < (SMALL_GEMM if min(m, n) > 1 else SMALL_GEMV)
+
+
+def _over_blocks(count: int, task: Callable[[int, int], None], alone: bool = False) -> None:
     """``task(a, b)`` for contiguous runs of the blocks ``0..count-1``, one
-    run per thread, BLAS single-threaded."""
+    run per thread, BLAS single-threaded; all of them in this thread, BLAS
+    as it is, when ``alone`` (every block's product is one that BLAS keeps
+    on one thread: :func:`_blas_alone`). Each block computes the same in
+    either case."""
+    if alone:
+        task(0, count)
+        return
     groups = split(count, threads())
     with single_blas():
         run_groups([partial(task, a, b) for a, b in groups])
@@ -89,14 +114,18 @@ def in_groups(count: int, entries: int, task: Callable[[int, int], object]) -> N
     columns), one group per thread when the kernel covers at least
     :data:`PARALLEL_ENTRIES` entries. For kernels that compute every row (or
     column) alone, whose result is then the same in any group."""
-    groups = threads() if entries >= PARALLEL_ENTRIES else 1
-    run_groups([partial(task, a, b) for a, b in split(count, groups)])
+    if entries < PARALLEL_ENTRIES:
+        task(0, count)
+        return
+    run_groups([partial(task, a, b) for a, b in split(count, threads())])
 
 
 def _spans(length: int, least: int, most: int) -> list[slice]:
     """``range(length)`` in contiguous blocks of equal size (within one), as
     many as blocks of ``least`` fill, at most ``most``: a function of the
     shape alone, and equal blocks, so that the threads' runs are balanced."""
+    if length < 2 * least:
+        return [slice(0, length)]
     count = max(1, min(most, length // least))
     return [slice(a, b) for a, b in split(length, count)]
 
@@ -106,6 +135,12 @@ def matmul_columns(A, B, out=None, minus=None):
     C-contiguous array if None), by blocks of B's columns (:data:`COLUMNS`).
     Each entry is one BLAS dot product over the shared dimension, the same
     on any number of threads."""
+    alone = _blas_alone(A.shape[0], B.shape[1], A.shape[1])
+    if alone and B.shape[1] < 2 * COLUMNS:  # one block, on this thread
+        out = np.matmul(A, B, out=out)
+        if minus is not None:
+            np.subtract(out, minus, out=out)
+        return out
     if out is None:
         out = np.empty((A.shape[0], B.shape[1]), dtype=np.result_type(A.dtype, B.dtype))
     blocks = _spans(B.shape[1], COLUMNS, COLUMN_BLOCKS)
@@ -116,7 +151,7 @@ def matmul_columns(A, B, out=None, minus=None):
             if minus is not None:
                 np.subtract(out[:, cols], minus[:, cols], out=out[:, cols])
 
-    _over_blocks(len(blocks), task)
+    _over_blocks(len(blocks), task, alone)
     return out
 
 
@@ -125,14 +160,20 @@ def matmul_summed(A, B, out=None):
     shared dimension (``A[:, k] @ B[k, :]``, :data:`SUMMED`), for a
     long shared dimension and a small product. Written to ``out`` (a new
     array if None)."""
-    blocks = _spans(A.shape[1], SUMMED, SUMMED_BLOCKS)
+    alone = _blas_alone(A.shape[0], B.shape[1], A.shape[1])
+    if alone and A.shape[1] < 2 * SUMMED:  # one block, on this thread
+        return np.matmul(A, B, out=out)
     shape = (A.shape[0], B.shape[1])
     dtype = np.result_type(A.dtype, B.dtype)
     if out is None:
         out = np.empty(shape, dtype=dtype)
+    blocks = _spans(A.shape[1], SUMMED, SUMMED_BLOCKS)
     if len(blocks) == 1:
-        with single_blas():
+        if alone:
             np.matmul(A, B, out=out)
+        else:
+            with single_blas():
+                np.matmul(A, B, out=out)
         return out
     partials = np.empty((len(blocks), *shape), dtype=dtype)
 
@@ -140,7 +181,7 @@ def matmul_summed(A, B, out=None):
         for p in range(a, b):
             np.matmul(A[:, blocks[p]], B[blocks[p], :], out=partials[p])
 
-    _over_blocks(len(blocks), task)
+    _over_blocks(len(blocks), task, alone)
     out[...] = partials[0]
     for p in range(1, len(blocks)):
         out += partials[p]
@@ -156,8 +197,8 @@ def inner(A, B) -> float:
     """``sum(A * B)`` as a Python float, computed in float64 by pieces of
     :data:`PIECE` entries of the flattened arrays (C order), the pieces'
     sums added in order."""
-    a = np.ravel(A)
-    b = np.ravel(B)
+    a = A.ravel()
+    b = B.ravel()
     pieces = max(1, -(-a.shape[0] // PIECE))
     partials = np.zeros(pieces)
     if pieces == 1:
@@ -189,5 +230,5 @@ def half_squared_error(V, W, H) -> float:
             np.matmul(W, H[:, cols], out=WH)
             partials[p] = _r.squared_difference(V[:, cols], WH)
 
-    _over_blocks(len(blocks), task)
+    _over_blocks(len(blocks), task, _blas_alone(W.shape[0], V.shape[1], W.shape[1]))
     return 0.5 * _in_order(partials)

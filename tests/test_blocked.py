@@ -99,3 +99,84 @@ def test_the_bits_do_not_depend_on_the_thread_count(monkeypatch):
     for a, b, c in zip(one, two, five, strict=True):
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(a, c)
+
+
+def _small_operands():
+    """Products below _blocked.SMALL_GEMM: one block, and several blocks
+    of a long shared dimension (3 x 3000 x 3)."""
+    rng = np.random.default_rng(6)
+    V, W, H = rng.random((60, 50)), rng.random((60, 5)), rng.random((5, 50))
+    A, B = rng.random((3, 3000)), rng.random((3000, 3))
+    v = rng.random((60, 1))
+    return V, W, H, A, B, v
+
+
+def _small_products(V, W, H, A, B, v):
+    return (
+        _blocked.matmul_columns(W.T, V),
+        _blocked.matmul_columns(W.T @ W, H, minus=W.T @ V),
+        _blocked.matmul_summed(V, H.T),
+        _blocked.matmul_summed(A, B),
+        _blocked.matmul_columns(V.T, v),
+        _blocked.gram_rows(H),
+        np.array([_blocked.half_squared_error(V, W, H)]),
+    )
+
+
+def test_small_products_skip_the_pool_and_the_blas_limit(monkeypatch):
+    """Below SMALL_GEMM a product runs on the calling thread: neither the
+    pool's thread count nor threadpoolctl's limit is asked for (each cost
+    tens of microseconds, most of a small fit's iteration)."""
+    from nmfsc import _threads
+
+    def refuse():
+        raise AssertionError("a small product asked threadpoolctl")
+
+    monkeypatch.setattr(_threads, "_blas_controller", refuse)
+    V, W, H, A, B, v = _small_operands()
+    for got, want in zip(
+        _small_products(V, W, H, A, B, v),
+        (W.T @ V, W.T @ W @ H - W.T @ V, V @ H.T, A @ B, V.T @ v, H @ H.T),
+        strict=False,
+    ):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_small_products_have_the_blocked_paths_bits(monkeypatch):
+    """The direct path gives the bits of the blocks on the pool with BLAS
+    limited to one thread (OpenBLAS runs products this small on one thread
+    by itself)."""
+    operands = _small_operands()
+    direct = _small_products(*operands)
+    monkeypatch.setattr(_blocked, "SMALL_GEMM", 0)
+    monkeypatch.setattr(_blocked, "SMALL_GEMV", 0)
+    for count in (1, 2):
+        monkeypatch.setattr(_blocked, "threads", lambda count=count: count)
+        for a, b in zip(direct, _small_products(*operands), strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"sparseness_w": 0.5},
+        {"sparseness_h": 0.5},
+        {},
+        {"sparseness_h": 0.5, "solver": "accelerated"},
+    ],
+    ids=["s_W", "s_H", "plain", "accelerated"],
+)
+@pytest.mark.filterwarnings("ignore::nmfsc.ConvergenceWarning")  # 20 iterations, on purpose
+def test_a_small_fit_never_asks_threadpoolctl(monkeypatch, settings):
+    import nmfsc
+    from nmfsc import _threads
+
+    V = np.random.default_rng(7).random((60, 50))
+    expected = nmfsc.nmf_sc(V, 5, max_iter=20, tol=0, random_state=0, **settings)
+
+    def refuse():
+        raise AssertionError("a small fit asked threadpoolctl")
+
+    monkeypatch.setattr(_threads, "_blas_controller", refuse)
+    result = nmfsc.nmf_sc(V, 5, max_iter=20, tol=0, random_state=0, **settings)
+    np.testing.assert_array_equal(result.objective, expected.objective)

@@ -29,7 +29,17 @@ def X():
     return 5.0 * np.abs(np.random.default_rng(0).standard_normal((40, 30))) + 0.01
 
 
+# scikit-learn's checks fit its own toy data (3 features, 40 samples, 60 % zeros)
+# from unseeded starts. About one fit in 200 there leaves a sample's coefficients
+# at the multiplicative update's fixed point 0, and nmfsc says so with a
+# DegenerateFitWarning, which `filterwarnings = error` would turn into a failure
+# of an API check that is not about fit quality (the warning's own tests are in
+# test_degenerate_fits.py).
+api_checks_ignore_degenerate = pytest.mark.filterwarnings("ignore::nmfsc.DegenerateFitWarning")
+
+
 # The default configuration, and a sparse basis: every check, no expected failures.
+@api_checks_ignore_degenerate
 @parametrize_with_checks([SparseNMF(), SparseNMF(sparseness_components=0.5)])
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
@@ -49,6 +59,7 @@ COEFFICIENT_SPARSENESS_XFAIL = {
 }
 
 
+@api_checks_ignore_degenerate
 @parametrize_with_checks(
     [SparseNMF(sparseness_coefficients=0.5)],
     expected_failed_checks=lambda estimator: COEFFICIENT_SPARSENESS_XFAIL,

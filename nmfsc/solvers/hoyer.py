@@ -124,8 +124,10 @@ class _Projector:
         is large (the kernels release the GIL); the projected rows, or None."""
         if self.out is None:
             self.out = np.empty(self.shape, dtype=self.dtype)
-        groups = threads() if X.size >= PARALLEL_ENTRIES else 1
-        run_groups([partial(task, a, b) for a, b in split(X.shape[0], groups)])
+        if X.size < PARALLEL_ENTRIES:
+            task(0, X.shape[0])
+        else:
+            run_groups([partial(task, a, b) for a, b in split(X.shape[0], threads())])
         if np.any(self.status != _proj.STATUS_OK):
             return None
         return self.out
