@@ -97,7 +97,8 @@ def test_masked_histories_fall_and_the_constraints_hold_every_iteration(V, mask,
 # --- a plain NumPy implementation of the update -------------------------------------
 def reference(V, mask, seed, iterations, s_w=None, s_h=None):
     """Masked block coordinate descent, written out: V / max observed, nmf_sc's
-    start; per factor the unmasked solver's number of sweeps; per row the
+    start; per factor two sweeps (the masked rule, K = 1 + 1 * 1) with a hidden
+    entry, the unmasked solver's number with none; per row the
     weights d, the vector b from the full residual, masked HALS or majorised
     projected steps (at most INNER_STEPS), a row kept when f_k would rise."""
     N, T = V.shape
@@ -167,7 +168,7 @@ def reference(V, mask, seed, iterations, s_w=None, s_h=None):
         return X
 
     def count(n_other):
-        return int(min(SWEEPS_MAX, 1 + n_other / (M + 1)))
+        return 2 if not mask.all() else int(min(SWEEPS_MAX, 1 + n_other / (M + 1)))
 
     history = [E(W, H)]
     for _ in range(iterations):

@@ -52,9 +52,16 @@ Cost. The kernel (:mod:`nmfsc._kernels.masked_rows`) keeps the residual
 :math:`\Omega \odot (\tilde V - W H)` (float64, N x T; its transpose for the W
 step, so that both steps run along its rows): a row's b and the previous
 row's update take one pass over it, so a sweep costs O(N T M), as a pass
-over V does. The sweeps per factor step are the unmasked solver's (its K,
-at most ``SWEEPS_MAX``, fewer when one decreases E by at most
-``SWEEP_DELTA`` times the first), so that a full mask repeats its schedule.
+over V does. The sweeps per factor step follow the unmasked solver's rule
+(Gillis & Glineur's :math:`K = 1 + \alpha \rho`, fewer when one decreases
+E by at most ``SWEEP_DELTA`` times the first) with the masked costs: without
+a mask :math:`\rho` is the cost of the step's products, O(N T M), over that
+of a sweep on the Gram matrices, O(T M^2), so K reaches ``SWEEPS_MAX``; with
+one, a sweep costs as much as the step's set-up (the weights and the
+residual, one pass each over the observed entries times M), so
+:math:`\rho` = ``MASKED_RHO`` = 1 and K = 2 (``masked_sweeps``). A mask
+that is true everywhere keeps the unmasked K, so that it repeats the
+unmasked solver's schedule (the full-mask identity).
 The residual and the weights (two products with :math:`\Omega`) are
 recomputed from W and H at every factor step, so the state is W and H alone
 and a checkpoint resumes bit-identically. The recorded objective is E after
@@ -85,10 +92,19 @@ import numpy as np
 from nmfsc._kernels import masked_rows as _mr
 from nmfsc._kernels import projection as _proj
 from nmfsc.solvers._data import inner
-from nmfsc.solvers.accelerated import SWEEP_DELTA, AcceleratedSteps, unit_rows
+from nmfsc.solvers.accelerated import (
+    SWEEP_DELTA,
+    SWEEP_RATIO,
+    SWEEPS_MAX,
+    AcceleratedSteps,
+    unit_rows,
+)
 
-__all__ = ["DenseRows", "MaskedAcceleratedSteps", "StoredRows", "masked_sweep"]
+__all__ = ["DenseRows", "MaskedAcceleratedSteps", "StoredRows", "masked_sweep", "masked_sweeps"]
 
+#: The cost of a factor step's set-up over that of one masked sweep (both
+#: one pass over the observed entries times M): the rho of the sweep rule.
+MASKED_RHO = 1.0
 #: Majorised steps per constrained row and sweep.
 INNER_STEPS = 5
 #: A row's steps stop when one decreases f_k by at most this times the first.
@@ -202,6 +218,12 @@ class StoredRows:
         return np.ascontiguousarray(out.T)
 
 
+def masked_sweeps() -> int:
+    """K, the sweeps per factor step with a hidden entry:
+    :math:`1 + \alpha \rho` with ``SWEEP_RATIO`` and ``MASKED_RHO``."""
+    return int(min(SWEEPS_MAX, 1 + SWEEP_RATIO * MASKED_RHO))
+
+
 def _sweeps(X, kernel, operands, D, rule, l1, sweeps):
     return masked_sweep(
         X, kernel, operands, D, rule, l1, sweeps, SWEEP_DELTA, INNER_STEPS, INNER_DELTA
@@ -217,6 +239,12 @@ class MaskedAcceleratedSteps(AcceleratedSteps):
         super().__init__(data, n_components, sparseness_w, sparseness_h)
         self.rows = StoredRows(data) if data.sparse else DenseRows(data)
         self._last = None
+        self.full_mask = data.count == data.shape[0] * data.shape[1]
+
+    def sweeps(self, n, n_other):
+        """K for a factor with rows of length ``n``: the unmasked solver's
+        with a mask that is true everywhere, else :func:`masked_sweeps`."""
+        return super().sweeps(n, n_other) if self.full_mask else masked_sweeps()
 
     def residual(self, W, H):
         """``(R, E)`` of :meth:`DenseRows.residual` or
