@@ -55,9 +55,16 @@ def sklearn_fit(V, M, start, n_iter, alpha=0.0, solver="cd", penalty=None):
     from sklearn.decomposition import NMF
 
     W0, H0 = start
-    model = NMF(M, init="custom", solver=solver, tol=0.0, max_iter=max(n_iter, 1),
-                alpha_W=alpha if penalty == "H" else 0.0,
-                alpha_H=alpha if penalty == "W" else 0.0, l1_ratio=1.0)  # fmt: skip
+    model = NMF(
+        M,
+        init="custom",
+        solver=solver,
+        tol=0.0,
+        max_iter=max(n_iter, 1),
+        alpha_W=alpha if penalty == "H" else 0.0,
+        alpha_H=alpha if penalty == "W" else 0.0,
+        l1_ratio=1.0,
+    )
     model.fit_transform(V.T, W=H0.T.copy(), H=W0.T.copy())
 
 
@@ -66,16 +73,19 @@ def solvers_alone(V, M, result, settings):
     seed = settings["seeds"][0]
     start = starting_point(V, M, seed)
     budget = {"max_iter": settings["max_iter"], "tol": settings["tol"]}
-    params = {"nmf_sc": {"sparseness_w": settings["sparseness_w"]},
-              "sparse_nmf": {"alpha": settings["sparse_nmf_alpha"]}}  # fmt: skip
+    params = {
+        "nmf_sc": {"sparseness_w": settings["sparseness_w"]},
+        "sparse_nmf": {"alpha": settings["sparse_nmf_alpha"]},
+    }
     rows = {r["method"]: r for r in result.rows}
     total = 0.0
     warnings.simplefilter("ignore")
     for method in rows:
         t0 = time.perf_counter()
         if method in NMFSC_METHODS:
-            getattr(nmfsc, method)(V, M, W_init=start[0], H_init=start[1], **budget,
-                                   **params.get(method, {}))  # fmt: skip
+            getattr(nmfsc, method)(
+                V, M, W_init=start[0], H_init=start[1], **budget, **params.get(method, {})
+            )
         elif method in ("sklearn_mu", "sklearn_cd"):
             sklearn_fit(V, M, start, rows[method]["n_iter"], solver=method[-2:])
         else:
@@ -112,8 +122,10 @@ def main(argv=None):
     M = 16
     nmfsc.compare(V, M, sparseness_w=0.74, seeds=(0,), max_iter=3, progress=False)  # warm-up
     sk = "on" if sklearn_available() else "off"
-    print(f"bars {V.shape[0]} x {V.shape[1]}, M = {M}, max_iter {max_iter}, tol 1e-4, "
-          f"one seed, best of {repeats}; scikit-learn {sk}")  # fmt: skip
+    print(
+        f"bars {V.shape[0]} x {V.shape[1]}, M = {M}, max_iter {max_iter}, tol 1e-4, "
+        f"one seed, best of {repeats}; scikit-learn {sk}"
+    )
     print("| case | compare (s) | solver runs alone (s) | overhead | L1 fits |")
     print("|---|---:|---:|---:|---:|")
     verdicts = []

@@ -36,7 +36,6 @@ except ImportError:
     pass
 
 
-
 def _mathjax_file():
     """MathJax 3's single-file TeX-to-SVG bundle, from the installed package."""
     import importlib.util
@@ -131,11 +130,25 @@ html_sidebars = {"**": ["sidebar-nav-bs"]}
 html_sidebars.update(
     (page, [])
     for page in (
-        "index", "install", "tutorial", "explorer", "compare", "cli", "solvers",
-        "distributed", "scores", "datasets", "reproduction", "settings", "benchmarks",
-        "architecture", "about/changelog", "about/citation", "about/license",
+        "index",
+        "install",
+        "tutorial",
+        "explorer",
+        "compare",
+        "cli",
+        "solvers",
+        "distributed",
+        "scores",
+        "datasets",
+        "reproduction",
+        "settings",
+        "benchmarks",
+        "architecture",
+        "about/changelog",
+        "about/citation",
+        "about/license",
     )
-)  # fmt: skip
+)
 html_static_path = [str(_mathjax_file()), "_static/nmfsc.css"]
 html_css_files = ["nmfsc.css"]
 # The maths is typeset by a copy of MathJax served from the site itself (the

@@ -83,10 +83,24 @@ def show_markdown(text):
 # stderr.
 
 compare = nmfsc_command(
-    "compare", "swimmer/", "--n-components", "17", "--sparseness-w", "0.8",
-    "--methods", "nmf_sc", "nmf_euclidean", "local_nmf", "--seeds", "0",
-    "--max-iter", "300", "--out", "swimmer-report", "--no-progress",
-)  # fmt: skip
+    "compare",
+    "swimmer/",
+    "--n-components",
+    "17",
+    "--sparseness-w",
+    "0.8",
+    "--methods",
+    "nmf_sc",
+    "nmf_euclidean",
+    "local_nmf",
+    "--seeds",
+    "0",
+    "--max-iter",
+    "300",
+    "--out",
+    "swimmer-report",
+    "--no-progress",
+)
 print(f"exit status {compare.returncode}\n")
 prose, _, tables = compare.stdout.partition("## ")
 show_markdown(prose)
@@ -126,9 +140,18 @@ plt.show()
 # ``wrote FILE``, to stderr.
 
 fit = nmfsc_command(
-    "fit", "swimmer/", "--n-components", "17", "--sparseness-w", "0.8",
-    "--max-iter", "300", "--out", "swimmer-fit.npz", "--no-progress",
-)  # fmt: skip
+    "fit",
+    "swimmer/",
+    "--n-components",
+    "17",
+    "--sparseness-w",
+    "0.8",
+    "--max-iter",
+    "300",
+    "--out",
+    "swimmer-fit.npz",
+    "--no-progress",
+)
 show(fit.stdout)
 show(fit.stderr)
 assert fit.returncode == 0, fit.stderr

@@ -134,10 +134,13 @@ def strip_figure(panels, series_labels, title):
 
     n_cols = min(3, len(panels))
     n_rows = math.ceil(len(panels) / n_cols)
-    heights = [max(len(scores) for scores in list(panels.values())[r * n_cols:(r + 1) * n_cols])
-               for r in range(n_rows)]  # fmt: skip
-    fig = Figure(figsize=(4.4 * n_cols, 0.9 + sum(0.32 * h + 0.8 for h in heights)),
-                 layout="constrained")  # fmt: skip
+    heights = [
+        max(len(scores) for scores in list(panels.values())[r * n_cols : (r + 1) * n_cols])
+        for r in range(n_rows)
+    ]
+    fig = Figure(
+        figsize=(4.4 * n_cols, 0.9 + sum(0.32 * h + 0.8 for h in heights)), layout="constrained"
+    )
     grid = fig.add_gridspec(n_rows, n_cols, height_ratios=[h + 2 for h in heights])
     markers = "osD^v<>p*h"
     for k, (panel, scores) in enumerate(panels.items()):

@@ -76,9 +76,13 @@ def forked(tmp_path_factory):
         pytest.skip("needs os.fork")
     logs = tmp_path_factory.mktemp("forked")
     server = subprocess.Popen(
-        [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        text=True, env=ENV, cwd=logs,
-    )  # fmt: skip
+        [sys.executable, "-c", SERVER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=ENV,
+        cwd=logs,
+    )
     count = 0
 
     def run(argv, cwd):
@@ -144,8 +148,15 @@ def test_fit_end_to_end_writes_only_the_npz(tmp_path):
     assert done.stdout.startswith("nmf_sc on data (12 x 9), 3 components: 5 iterations")
 
     with np.load(cwd / "res/f.npz", allow_pickle=False) as z:
-        assert set(z.files) == {"W", "H", "objective", "times", "sparseness_W", "sparseness_H",
-                                "record"}  # fmt: skip
+        assert set(z.files) == {
+            "W",
+            "H",
+            "objective",
+            "times",
+            "sparseness_W",
+            "sparseness_H",
+            "record",
+        }
         W, H, objective, times = z["W"], z["H"], z["objective"], z["times"]
         record = json.loads(str(z["record"]))
         np.testing.assert_allclose(z["sparseness_W"], 0.6, atol=1e-6)
@@ -182,8 +193,9 @@ def test_fit_reads_each_format(tmp_path, forked):
     ]
     for args, shape, image_shape in cases:
         out = tmp_path / "fit.npz"
-        done = forked(["fit", *args, "-k", 2, "--max-iter", 3, "--no-progress", "--out", out],
-                      tmp_path)  # fmt: skip
+        done = forked(
+            ["fit", *args, "-k", 2, "--max-iter", 3, "--no-progress", "--out", out], tmp_path
+        )
         assert done.returncode == 0, (args, done.stderr)
         with np.load(out, allow_pickle=False) as z:
             record = json.loads(str(z["record"]))
@@ -201,8 +213,20 @@ def test_fit_solver_option_runs_that_algorithm_from_the_same_start(tmp_path, for
     for solver in (None, "hoyer", "accelerated"):
         out = tmp_path / f"{solver}.npz"
         option = [] if solver is None else ["--solver", solver]
-        argv = ["fit", data, "-k", 3, "--sparseness-h", 0.5, *option, "--max-iter", 20,
-                "--no-progress", "--out", out]  # fmt: skip
+        argv = [
+            "fit",
+            data,
+            "-k",
+            3,
+            "--sparseness-h",
+            0.5,
+            *option,
+            "--max-iter",
+            20,
+            "--no-progress",
+            "--out",
+            out,
+        ]
         done = forked(argv, tmp_path)
         assert done.returncode == 0, done.stderr
         with np.load(out, allow_pickle=False) as z:
@@ -213,8 +237,9 @@ def test_fit_solver_option_runs_that_algorithm_from_the_same_start(tmp_path, for
     assert records["accelerated"]["solver"] == "nmf_sc (accelerated)"
     assert records["accelerated"]["step_sizes"] is None  # it has none; hoyer's are recorded
     for solver, (W, H) in factors.items():
-        expected = nmfsc.nmf_sc(V, 3, sparseness_h=0.5, solver=solver or "hoyer",
-                                random_state=0, max_iter=20)  # fmt: skip
+        expected = nmfsc.nmf_sc(
+            V, 3, sparseness_h=0.5, solver=solver or "hoyer", random_state=0, max_iter=20
+        )
         np.testing.assert_array_equal(W, expected.W)
         np.testing.assert_array_equal(H, expected.H)
     assert not np.array_equal(factors["hoyer"][1], factors["accelerated"][1])
@@ -277,8 +302,18 @@ def _one_line(done, prog, expected):
     assert lines[0].startswith(f"{prog}: error: {expected}"), lines[0]
 
 
-BAD_INPUTS = ["missing", "unreadable", "non-numeric", "negative", "nan", "too-small",
-              "image-sizes", "extension", "npz-key", "npz-no-key"]  # fmt: skip
+BAD_INPUTS = [
+    "missing",
+    "unreadable",
+    "non-numeric",
+    "negative",
+    "nan",
+    "too-small",
+    "image-sizes",
+    "extension",
+    "npz-key",
+    "npz-no-key",
+]
 
 
 @pytest.mark.parametrize("case", BAD_INPUTS)
@@ -313,8 +348,10 @@ def test_fit_out_must_be_npz(bad_folder, forked):
 def test_unwritable_out_is_status_1(bad_folder, forked):
     folder, _ = bad_folder
     (folder / "a-file").write_text("")
-    done = forked(["fit", "data.csv", "-k", 2, "--max-iter", 1, "--no-progress",
-                   "--out", "a-file/x.npz"], folder)  # fmt: skip
+    done = forked(
+        ["fit", "data.csv", "-k", 2, "--max-iter", 1, "--no-progress", "--out", "a-file/x.npz"],
+        folder,
+    )
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.splitlines()[-1].startswith("nmfsc fit: error: cannot write a-file")
 
@@ -404,32 +441,66 @@ def fake_compare(monkeypatch):
 def test_compare_passes_only_the_given_options(tmp_path, monkeypatch, capsys, fake_compare):
     data, V = _data(tmp_path)
     monkeypatch.chdir(tmp_path)
-    argv = ["compare", "data.csv", "-k", 4, "--sparseness-h", 0.7, "--seeds", 3, 4,
-            "--max-iter", 5, "--samples-as-rows", "--no-progress"]  # fmt: skip
+    argv = [
+        "compare",
+        "data.csv",
+        "-k",
+        4,
+        "--sparseness-h",
+        0.7,
+        "--seeds",
+        3,
+        4,
+        "--max-iter",
+        5,
+        "--samples-as-rows",
+        "--no-progress",
+    ]
     assert main([str(a) for a in argv]) == 0
     (_, V_passed, K, kwargs), (_, out) = fake_compare
     np.testing.assert_allclose(V_passed, V.T)
     # saved into a staging folder, then made the folder's set (issue 30, point 6)
     assert K == 4 and out.parent == Path("nmfsc-compare/data")
     assert out.name.startswith(".nmfsc-set.new.")
-    assert kwargs == {"sparseness_h": 0.7, "seeds": (3, 4), "max_iter": 5, "progress": False,
-                      "name": "data"}  # fmt: skip
+    assert kwargs == {
+        "sparseness_h": 0.7,
+        "seeds": (3, 4),
+        "max_iter": 5,
+        "progress": False,
+        "name": "data",
+    }
     captured = capsys.readouterr()
     assert captured.out.startswith("| method | error |")
     assert captured.err == (
         "data.csv (9 x 12, features x samples), 4 components: wrote 1 file to nmfsc-compare/data\n"
     )
-    assert _files(tmp_path) == ["data.csv", "nmfsc-compare", "nmfsc-compare/data",
-                                "nmfsc-compare/data/.nmfsc-set.json",
-                                "nmfsc-compare/data/.nmfsc-set.lock",
-                                "nmfsc-compare/data/report.md"]  # fmt: skip
+    assert _files(tmp_path) == [
+        "data.csv",
+        "nmfsc-compare",
+        "nmfsc-compare/data",
+        "nmfsc-compare/data/.nmfsc-set.json",
+        "nmfsc-compare/data/.nmfsc-set.lock",
+        "nmfsc-compare/data/report.md",
+    ]
 
 
 def test_compare_image_shape_and_default_components(tmp_path, capsys, fake_compare):
     for k in range(3):
         Image.fromarray(np.full((2, 3), 10 * k + 5, np.uint8)).save(tmp_path / f"{k}.png")
-    assert main(["compare", str(tmp_path), "--out", str(tmp_path / "o"), "--methods",
-                 "nmf_sc,local_nmf", "nmf_euclidean"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "compare",
+                str(tmp_path),
+                "--out",
+                str(tmp_path / "o"),
+                "--methods",
+                "nmf_sc,local_nmf",
+                "nmf_euclidean",
+            ]
+        )
+        == 0
+    )
     (_, V, K, kwargs), _ = fake_compare
     assert V.shape == (6, 3) and K == 3  # min(10, N, T)
     assert kwargs["image_shape"] == (2, 3)
@@ -439,8 +510,18 @@ def test_compare_image_shape_and_default_components(tmp_path, capsys, fake_compa
 
 def test_compare_turns_the_library_error_into_one_line(tmp_path, capsys, fake_compare):
     _data(tmp_path)
-    status = main(["compare", str(tmp_path / "data.csv"), "-k", "2", "--max-iter", "13",
-                   "--out", str(tmp_path / "o")])  # fmt: skip
+    status = main(
+        [
+            "compare",
+            str(tmp_path / "data.csv"),
+            "-k",
+            "2",
+            "--max-iter",
+            "13",
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
     err = capsys.readouterr().err.splitlines()
     assert status == 2 and len(err) == 1
     assert err[0] == f"nmfsc compare: error: {tmp_path / 'data.csv'}: the library says no"
@@ -457,8 +538,21 @@ def test_compare_end_to_end_writes_only_under_out(tmp_path):
     cwd.mkdir()
     data, _ = _data(data_dir)
     before = _untracked_or_changed()
-    argv = ["compare", data, "-k", 2, "--sparseness-w", 0.5, "--methods", "nmf_sc,nmf_euclidean",
-            "--seeds", 0, "--max-iter", 5, "--no-progress"]  # fmt: skip
+    argv = [
+        "compare",
+        data,
+        "-k",
+        2,
+        "--sparseness-w",
+        0.5,
+        "--methods",
+        "nmf_sc,nmf_euclidean",
+        "--seeds",
+        0,
+        "--max-iter",
+        5,
+        "--no-progress",
+    ]
     done = cold(argv, cwd)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
@@ -488,8 +582,10 @@ def test_compare_bad_input_is_one_line(bad_folder, forked):
 def test_compare_gets_an_mtx_file_as_sparse(tmp_path, capsys, fake_compare):
     V = sp.random(30, 20, density=0.1, format="coo", random_state=np.random.default_rng(0))
     scipy.io.mmwrite(tmp_path / "counts.mtx", V)
-    assert main(["compare", str(tmp_path / "counts.mtx"), "-k", "2", "--out",
-                 str(tmp_path / "o")]) == 0  # fmt: skip
+    assert (
+        main(["compare", str(tmp_path / "counts.mtx"), "-k", "2", "--out", str(tmp_path / "o")])
+        == 0
+    )
     (_, V_passed, K, _), _ = fake_compare
     assert sp.issparse(V_passed) and V_passed.shape == (30, 20) and K == 2
     np.testing.assert_array_equal(V_passed.toarray(), V.toarray())
@@ -500,15 +596,35 @@ def test_compare_gets_an_mtx_file_as_sparse(tmp_path, capsys, fake_compare):
 def test_compare_on_an_mtx_file_end_to_end(tmp_path, forked):
     V = sp.random(40, 30, density=0.2, format="coo", random_state=np.random.default_rng(1))
     scipy.io.mmwrite(tmp_path / "counts.mtx", V)
-    argv = ["compare", "counts.mtx", "-k", 3, "--sparseness-h", 0.6, "--methods",
-            "nmf_sc,nmf_divergence", "--seeds", 0, "--max-iter", 5, "--no-progress"]  # fmt: skip
+    argv = [
+        "compare",
+        "counts.mtx",
+        "-k",
+        3,
+        "--sparseness-h",
+        0.6,
+        "--methods",
+        "nmf_sc,nmf_divergence",
+        "--seeds",
+        0,
+        "--max-iter",
+        5,
+        "--no-progress",
+    ]
     done = forked(argv, tmp_path)
     assert done.returncode == 0, done.stderr
     assert "| nmf_sc (not converged) |" in done.stdout  # 5 iterations
     assert "| nmf_divergence (not converged) |" in done.stdout
     report = json.loads((tmp_path / "nmfsc-compare" / "counts" / "report.json").read_text())
     assert report["settings"]["shape"] == [40, 30]
-    dense = nmfsc.compare(V.toarray(), 3, sparseness_h=0.6, seeds=(0,), max_iter=5,
-                          methods=("nmf_sc", "nmf_divergence"), progress=False)  # fmt: skip
+    dense = nmfsc.compare(
+        V.toarray(),
+        3,
+        sparseness_h=0.6,
+        seeds=(0,),
+        max_iter=5,
+        methods=("nmf_sc", "nmf_divergence"),
+        progress=False,
+    )
     for row, expected in zip(report["rows"], dense.rows, strict=True):
         assert row["relative_error"] == pytest.approx(expected["relative_error"], rel=1e-9)

@@ -144,8 +144,21 @@ def test_ctrl_c_stops_fit_with_130_keeps_the_checkpoint_and_the_same_command_res
 ):
     out = tmp_path / "o.npz"
     out.write_bytes(b"the old result")
-    argv = ["fit", data, "-k", 3, "--sparseness-h", 0.6, "--max-iter", 400, "--tol", 0,
-            "--no-progress", "--out", out]  # fmt: skip
+    argv = [
+        "fit",
+        data,
+        "-k",
+        3,
+        "--sparseness-h",
+        0.6,
+        "--max-iter",
+        400,
+        "--tol",
+        0,
+        "--no-progress",
+        "--out",
+        out,
+    ]
     process, flag = start(tmp_path, *argv)
     status, _, err = signal_when_iterating(process, flag, signal.SIGINT)
     assert status == 130, err
@@ -171,9 +184,27 @@ def test_ctrl_c_stops_compare_with_130_and_writes_no_report(data, tmp_path):
     out = tmp_path / "report"
     out.mkdir()
     (out / "report.md").write_text("the old report")
-    argv = ["compare", data, "-k", 3, "--methods", "nmf_sc", "nmf_euclidean", "--seeds", 0, 1,
-            "--sparseness-h", 0.6, "--max-iter", 2000, "--tol", 0, "--no-progress",
-            "--out", out]  # fmt: skip
+    argv = [
+        "compare",
+        data,
+        "-k",
+        3,
+        "--methods",
+        "nmf_sc",
+        "nmf_euclidean",
+        "--seeds",
+        0,
+        1,
+        "--sparseness-h",
+        0.6,
+        "--max-iter",
+        2000,
+        "--tol",
+        0,
+        "--no-progress",
+        "--out",
+        out,
+    ]
     process, flag = start(tmp_path, *argv)
     status, stdout, err = signal_when_iterating(process, flag, signal.SIGINT)
     # on 0669ffc: the cut-short run was counted, the rest ran, exit 0
@@ -189,8 +220,21 @@ def test_ctrl_c_stops_compare_with_130_and_writes_no_report(data, tmp_path):
 
 def test_kill_stops_fit_with_143_keeps_the_checkpoint_and_leaves_no_temporary(data, tmp_path):
     out = tmp_path / "o.npz"
-    argv = ["fit", data, "-k", 3, "--sparseness-w", 0.6, "--max-iter", 10**6, "--tol", 0,
-            "--no-progress", "--out", out]  # fmt: skip
+    argv = [
+        "fit",
+        data,
+        "-k",
+        3,
+        "--sparseness-w",
+        0.6,
+        "--max-iter",
+        10**6,
+        "--tol",
+        0,
+        "--no-progress",
+        "--out",
+        out,
+    ]
     process, flag = start(tmp_path, *argv)
     status, _, err = signal_when_iterating(process, flag, signal.SIGTERM)
     assert status == 143, err
@@ -199,8 +243,12 @@ def test_kill_stops_fit_with_143_keeps_the_checkpoint_and_leaves_no_temporary(da
 
 
 def test_a_temporary_of_a_killed_writer_is_removed_by_the_next_write(tmp_path):
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     orphan = tmp_path / f".o.npz.{int(dead.stdout)}.abc123.tmp"
     orphan.write_bytes(b"half")
     mine = tmp_path / f".o.npz.{os.getpid()}.def456.tmp"  # a live writer's: kept
@@ -250,7 +298,7 @@ def test_compare_outputs_are_replaced_as_a_set_under_kill_and_concurrency(tmp_pa
         writers = [
             subprocess.Popen(
                 [sys.executable, "-c", WRITER, str(out), f"w{w}t{trial}", here, str(8 + w)], env=env
-            )  # fmt: skip
+            )
             for w in range(2)
         ]
         time.sleep(1.5 + 0.37 * trial)
@@ -299,8 +347,19 @@ def test_fit_starts_afresh_from_a_checkpoint_of_other_options(data, tmp_path, ca
     checkpoint = tmp_path / "o.checkpoint.npz"
     with pytest.warns(nmfsc.ConvergenceWarning):
         nmfsc.nmf_sc(np.load(data), 2, sparseness_h=0.3, max_iter=3, checkpoint=checkpoint)
-    argv = ["fit", str(data), "-k", "2", "--sparseness-h", "0.6", "--max-iter", "3",
-            "--no-progress", "--out", str(tmp_path / "o.npz")]  # fmt: skip
+    argv = [
+        "fit",
+        str(data),
+        "-k",
+        "2",
+        "--sparseness-h",
+        "0.6",
+        "--max-iter",
+        "3",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "o.npz"),
+    ]
     assert main(argv) == 0
     err = capsys.readouterr().err
     assert f"{checkpoint} holds a run with other options or data: starting afresh" in err

@@ -190,8 +190,15 @@ def test_scikit_learn_runs_to_nmfscs_rule_not_its_own():
     coef = own.fit_transform(V.T, W=H0.T.copy(), H=W0.T.copy())
     own_error = relative_error(V, own.components_.T, coef.T)
     assert own.n_iter_ <= 5  # the premise: its own rule stops almost at once
-    result = nmfsc.compare(V, 6, methods=["sklearn_cd", "sklearn_mu"], seeds=(0,),
-                           max_iter=2000, tol=1e-4, progress=False)  # fmt: skip
+    result = nmfsc.compare(
+        V,
+        6,
+        methods=["sklearn_cd", "sklearn_mu"],
+        seeds=(0,),
+        max_iter=2000,
+        tol=1e-4,
+        progress=False,
+    )
     cd = next(r for r in result.rows if r["method"] == "sklearn_cd")
     assert cd["stop_reason"] == "tol" and cd["n_iter"] >= 100
     assert cd["relative_error"] < 0.5 * own_error
@@ -216,8 +223,9 @@ def test_scikit_learn_in_chunks_gives_the_iterates_of_one_call(solver):
 
     V = _early_stopping_data()
     W0, H0 = starting_point(V, 6, 0)
-    run = run_sklearn(V, 6, (W0, H0), solver=solver, max_iter=35, tol=0.0, max_time=None,
-                      progress=False)  # fmt: skip
+    run = run_sklearn(
+        V, 6, (W0, H0), solver=solver, max_iter=35, tol=0.0, max_time=None, progress=False
+    )
     one = NMF(6, init="custom", solver=solver, tol=0.0, max_iter=35)
     with warnings.catch_warnings():  # mu's ConvergenceWarning at max_iter
         warnings.simplefilter("ignore")

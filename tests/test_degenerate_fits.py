@@ -85,10 +85,29 @@ def test_fit_command_records_dead_samples_and_objective_units(tmp_path):
     scipy.io.mmwrite(path, V)
     out = tmp_path / "fit.npz"
     done = subprocess.run(
-        [sys.executable, "-m", "nmfsc", "fit", str(path), "-k", "5", "--sparseness-w", "0.9",
-         "--tol", "1e-5", "--max-iter", "3000", "--no-progress", "--out", str(out)],
-        cwd=REPO, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "nmfsc",
+            "fit",
+            str(path),
+            "-k",
+            "5",
+            "--sparseness-w",
+            "0.9",
+            "--tol",
+            "1e-5",
+            "--max-iter",
+            "3000",
+            "--no-progress",
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "DegenerateFitWarning" in done.stderr and "--solver accelerated" in done.stderr
     with np.load(out, allow_pickle=False) as z:
         record = json.loads(str(z["record"]))
@@ -103,10 +122,25 @@ def test_fit_command_keeps_float32(tmp_path):
     np.save(tmp_path / "v.npy", V)
     out = tmp_path / "fit.npz"
     subprocess.run(
-        [sys.executable, "-m", "nmfsc", "fit", str(tmp_path / "v.npy"), "-k", "3",
-         "--sparseness-w", "0.5", "--no-progress", "--out", str(out)],
-        cwd=REPO, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "nmfsc",
+            "fit",
+            str(tmp_path / "v.npy"),
+            "-k",
+            "3",
+            "--sparseness-w",
+            "0.5",
+            "--no-progress",
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     with np.load(out, allow_pickle=False) as z:
         assert z["W"].dtype == np.float32 and z["H"].dtype == np.float32
         assert json.loads(str(z["record"]))["dtype"] == "float32"

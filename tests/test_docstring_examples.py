@@ -41,11 +41,18 @@ DOCTESTS = list(_doctests())
 def test_the_reference_has_examples():
     names = {param.values[0].name for param in DOCTESTS}
     required = (
-        "nmfsc.project_batch", "nmfsc.l1_for_sparseness", "nmfsc.compare",
-        "nmfsc.nmf_sc", "nmfsc.nmf_euclidean", "nmfsc.nmf_divergence", "nmfsc.local_nmf",
-        "nmfsc.sparse_nmf", "nmfsc.datasets.bars", "nmfsc.datasets.swimmer",
+        "nmfsc.project_batch",
+        "nmfsc.l1_for_sparseness",
+        "nmfsc.compare",
+        "nmfsc.nmf_sc",
+        "nmfsc.nmf_euclidean",
+        "nmfsc.nmf_divergence",
+        "nmfsc.local_nmf",
+        "nmfsc.sparse_nmf",
+        "nmfsc.datasets.bars",
+        "nmfsc.datasets.swimmer",
         *(f"nmfsc.datasets.{name}" for name in sorted(REAL_DATA)),
-    )  # fmt: skip
+    )
     missing = [name for name in required if name not in names]
     assert missing == [], f"no Examples section: {missing}"
 

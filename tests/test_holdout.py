@@ -80,9 +80,12 @@ def test_missing_values_are_neither_fitted_nor_scored(low_rank):
 
 @pytest.mark.parametrize(
     ("holdout", "error", "match"),
-    [(0.0, ValueError, "strictly between 0 and 1"), (1.0, ValueError, "strictly"),
-     ("0.1", TypeError, "fraction")],
-)  # fmt: skip
+    [
+        (0.0, ValueError, "strictly between 0 and 1"),
+        (1.0, ValueError, "strictly"),
+        ("0.1", TypeError, "fraction"),
+    ],
+)
 def test_bad_holdout_is_refused(low_rank, holdout, error, match):
     with pytest.raises(error, match=match):
         run(low_rank, methods=["nmf_sc"], holdout=holdout)
@@ -127,10 +130,28 @@ def test_cli_fit_with_missing_values(csv_with_holes, tmp_path, capsys):
 
 
 def test_cli_compare_with_holdout(csv_with_holes, tmp_path, capsys):
-    argv = ["compare", str(csv_with_holes), "-k", "3", "--missing-values", "nan",
-            "--holdout", "0.1", "--sparseness-w", "0.3", "--methods", "nmf_sc",
-            "nmf_euclidean", "--seeds", "0", "--max-iter", "100", "--no-progress",
-            "--out", str(tmp_path / "cmp")]  # fmt: skip
+    argv = [
+        "compare",
+        str(csv_with_holes),
+        "-k",
+        "3",
+        "--missing-values",
+        "nan",
+        "--holdout",
+        "0.1",
+        "--sparseness-w",
+        "0.3",
+        "--methods",
+        "nmf_sc",
+        "nmf_euclidean",
+        "--seeds",
+        "0",
+        "--max-iter",
+        "100",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "cmp"),
+    ]
     assert main(argv) == 0
     assert "held-out error" in capsys.readouterr().out
     report = json.loads((tmp_path / "cmp" / "report.json").read_text())
@@ -227,9 +248,26 @@ def test_cli_compare_with_holdout_on_a_sparse_mtx_file(tmp_path, capsys):
 
     path = tmp_path / "ratings.mtx"
     scipy.io.mmwrite(path, sp.random(40, 30, density=0.3, random_state=4, format="coo"))
-    argv = ["compare", str(path), "-k", "3", "--holdout", "0.1", "--sparseness-w", "0.3",
-            "--methods", "nmf_sc", "nmf_divergence", "--seeds", "0", "--max-iter", "50",
-            "--no-progress", "--out", str(tmp_path / "cmp")]  # fmt: skip
+    argv = [
+        "compare",
+        str(path),
+        "-k",
+        "3",
+        "--holdout",
+        "0.1",
+        "--sparseness-w",
+        "0.3",
+        "--methods",
+        "nmf_sc",
+        "nmf_divergence",
+        "--seeds",
+        "0",
+        "--max-iter",
+        "50",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "cmp"),
+    ]
     assert main(argv) == 0
     assert "held-out error" in capsys.readouterr().out
     report = json.loads((tmp_path / "cmp" / "report.json").read_text())

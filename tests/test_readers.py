@@ -370,8 +370,14 @@ def test_impossible_sizes_are_refused_before_allocating(tmp_path):
     )
     with pytest.raises(DataFileError, match=r"big.mtx declares a 1000000000000 x 1000000000000 "):
         read_matrix(tmp_path / "big.mtx")
-    np.savez(tmp_path / "sp.npz", format=np.array("coo"), shape=np.array([10**12, 10**12]),
-             row=np.array([0]), col=np.array([0]), data=np.array([1.0]))  # fmt: skip
+    np.savez(
+        tmp_path / "sp.npz",
+        format=np.array("coo"),
+        shape=np.array([10**12, 10**12]),
+        row=np.array([0]),
+        col=np.array([0]),
+        data=np.array([1.0]),
+    )
     with pytest.raises(DataFileError, match=r"sp.npz declares a sparse matrix with 1 entries"):
         read_matrix(tmp_path / "sp.npz")
 
@@ -428,8 +434,9 @@ def test_the_cli_refuses_factors_that_cannot_fit_in_memory(tmp_path, capsys):
     (tmp_path / "tall.mtx").write_text(
         f"%%MatrixMarket matrix coordinate real general\n3 {n} 3\n1 1 1.0\n2 2 1.0\n3 3 1.0\n"
     )
-    assert main(["fit", str(tmp_path / "tall.mtx"), "-k", "2", "--out",
-                 str(tmp_path / "o.npz")]) == 2  # fmt: skip
+    assert (
+        main(["fit", str(tmp_path / "tall.mtx"), "-k", "2", "--out", str(tmp_path / "o.npz")]) == 2
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"V is 3 x {n}; W and H of 2 components need about" in err
 

@@ -348,11 +348,27 @@ def _edits(arrays):
 
 
 EDITS = [
-    "W NaN", "W negative", "W zero", "W scaled", "W one entry", "H scaled", "mu_W 0",
-    "mu_H -1", "mu_H NaN", "mu_W inf", "mu_H doubled", "iteration -1", "iteration +1",
-    "objective edited", "times negative", "W wrong shape", "W float32", "H transposed",
-    "meta edited", "extra entry",
-]  # fmt: skip
+    "W NaN",
+    "W negative",
+    "W zero",
+    "W scaled",
+    "W one entry",
+    "H scaled",
+    "mu_W 0",
+    "mu_H -1",
+    "mu_H NaN",
+    "mu_W inf",
+    "mu_H doubled",
+    "iteration -1",
+    "iteration +1",
+    "objective edited",
+    "times negative",
+    "W wrong shape",
+    "W float32",
+    "H transposed",
+    "meta edited",
+    "extra entry",
+]
 
 
 @pytest.mark.parametrize("redigest", [False, True], ids=["old-digest", "new-digest"])

@@ -239,8 +239,19 @@ def test_nmfsc_fit_of_a_large_scale_mtx_reports_the_dense_error(tmp_path, capsys
 
     data = V + 0.05
     scipy.io.mmwrite(tmp_path / "big.mtx", sp.coo_matrix(data * 1e160), precision=17)
-    argv = ["fit", str(tmp_path / "big.mtx"), "-k", "3", "--sparseness-h", "0.6",
-            "--max-iter", "40", "--no-progress", "--out", str(tmp_path / "o.npz")]  # fmt: skip
+    argv = [
+        "fit",
+        str(tmp_path / "big.mtx"),
+        "-k",
+        "3",
+        "--sparseness-h",
+        "0.6",
+        "--max-iter",
+        "40",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "o.npz"),
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
         assert main(argv) == 0

@@ -94,8 +94,12 @@ def test_convergence_figure_reads_every_run_of_the_figures(quick_outputs):
 
 def test_robustness_quick_reports_every_claim_for_each_seed(quick_outputs):
     out = str(quick_outputs)
-    assert reproduce_main(["robustness", "--quick", "--seeds", "0", "1", "--out", out,
-                           "--no-progress"]) == 0  # fmt: skip
+    assert (
+        reproduce_main(
+            ["robustness", "--quick", "--seeds", "0", "1", "--out", out, "--no-progress"]
+        )
+        == 0
+    )
     doc = json.loads((quick_outputs / "robustness.json").read_text())
     assert doc["parameters"]["seeds"] == [0, 1]
     assert set(doc["runs"]) == {"0", "1"}

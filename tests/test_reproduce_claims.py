@@ -8,8 +8,14 @@ from reproduce.robustness import aggregate, markdown
 
 
 def test_flatten_keeps_scalar_leaves_with_their_path():
-    tree = {"fig4": {"locality_mean": {"fig4a": 0.3, "fig4b": 0.4}, "rises": True,
-                     "series": [1, 2], "none": None}}  # fmt: skip
+    tree = {
+        "fig4": {
+            "locality_mean": {"fig4a": 0.3, "fig4b": 0.4},
+            "rises": True,
+            "series": [1, 2],
+            "none": None,
+        }
+    }
     assert flatten(tree) == {
         f"fig4{SEP}locality_mean{SEP}fig4a": 0.3,
         f"fig4{SEP}locality_mean{SEP}fig4b": 0.4,
@@ -19,11 +25,17 @@ def test_flatten_keeps_scalar_leaves_with_their_path():
 
 
 def test_aggregate_says_when_a_claim_fails_for_one_seed():
-    seeds = [{"a / holds": True, "a / x": 0.5}, {"a / holds": False, "a / x": 0.25},
-             {"a / holds": True, "a / x": 0.75}]  # fmt: skip
+    seeds = [
+        {"a / holds": True, "a / x": 0.5},
+        {"a / holds": False, "a / x": 0.25},
+        {"a / holds": True, "a / x": 0.75},
+    ]
     table = aggregate(seeds)
-    assert table["a / holds"] == {"values": [True, False, True], "holds_for_seeds": 2,
-                                  "holds_for_every_seed": False}  # fmt: skip
+    assert table["a / holds"] == {
+        "values": [True, False, True],
+        "holds_for_seeds": 2,
+        "holds_for_every_seed": False,
+    }
     assert table["a / x"]["spread"] == pytest.approx(0.5)
     assert (table["a / x"]["min"], table["a / x"]["max"]) == (0.25, 0.75)
     text = markdown([0, 1, 2], table)
@@ -47,7 +59,13 @@ def test_tables_leave_out_per_vector_details_and_met_constraints():
     assert not shown_in_tables(f"fig5{SEP}orientation{SEP}fig5{SEP}min")
     assert not shown_in_tables(f"fig4{SEP}achieved_sparseness_W{SEP}fig4a{SEP}mean")
     assert (fmt(True), fmt(False), fmt(None), fmt(3), fmt(0.12345), fmt(2.5e-5)) == (
-        "yes", "**no**", "-", "3", "0.123", "2.5e-05")  # fmt: skip
+        "yes",
+        "**no**",
+        "-",
+        "3",
+        "0.123",
+        "2.5e-05",
+    )
 
 
 def test_caps_table_says_when_no_run_was_capped():
