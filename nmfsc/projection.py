@@ -450,8 +450,10 @@ def _transposed(X):
 def _columns_kernel(X, l1, l2, nonneg, code, parallel):
     """Project the columns of the C-contiguous float64 X onto the targets
     ``l1[j]``, ``l2[j]`` in place of a transposed copy (the kernel gathers a
-    few columns at a time; the same bits as projecting each column alone);
-    (out, status, passes) with out C-contiguous."""
+    few columns at a time, and writes the columns that the bracketing path
+    decides along X's rows at the end; the same bits as projecting each
+    column alone, at any length); (out, status, passes) with out
+    C-contiguous."""
     count = X.shape[1]
     out = np.empty_like(X)
     status = np.zeros(count, dtype=np.int64)
