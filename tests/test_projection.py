@@ -665,6 +665,33 @@ def test_batch_columns_are_the_bits_of_the_transposed_rows(n, flat, parallel):
     assert project_batch(X, targets, 1.0, axis=0, parallel=parallel).tobytes() == want
 
 
+@pytest.mark.parametrize("flat", [None, 9])
+def test_columns_kernel_same_bits_in_any_number_of_groups(flat):
+    """project_columns splits the blocks, and the final write the rows, into
+    ``groups`` runs (one per thread of the parallel build): the serial build
+    run with 1 to 5 groups gives the same bytes."""
+    rng = np.random.default_rng(7)
+    n = 3001
+    X = np.abs(rng.standard_normal((n, 17)))
+    if flat is not None:
+        X[:, flat] = 0.5
+    l1 = np.full(17, l1_for_sparseness(0.7, n))
+    l2 = np.ones(17)
+    results = []
+    for groups in range(1, 6):
+        out = np.empty_like(X)
+        status = np.zeros(17, np.int64)
+        passes = np.zeros(17, np.int64)
+        maxp = kernels.max_filter_passes(n)
+        kernels.project_columns(
+            X, l1, l2, True, kernels.METHOD_FAST, out, status, passes, maxp, groups
+        )
+        assert not status.any()
+        results.append(out.tobytes())
+    assert all(r == results[0] for r in results)
+    assert results[0] == project_batch(X, l1[0], 1.0, axis=0).tobytes()
+
+
 @pytest.mark.parametrize("parallel", [False, True])
 @pytest.mark.parametrize("shape", [(5, 1), (361, 7), (361, 8), (1500, 17), (17000, 3)])
 def test_batch_columns_are_the_bits_of_each_column_alone(shape, parallel):
