@@ -82,11 +82,6 @@ _TARGET_RTOL = 1e-12
 # float or a Python int: float(value) is then exact or the value numpy would use).
 _SCALAR_TYPES = (float, int, np.float64)
 _FLOAT64 = np.dtype(np.float64)
-# The longest columns that project_batch(axis=0) projects in place
-# (_k.project_columns: two scratch blocks of COLUMN_BLOCK x n float64, 2 MiB
-# at this n, stay in cache); longer ones are transposed whole, tile by tile
-# (_k.transpose_into), which streams better than gathering them from memory.
-_COLUMNS_MAX_N = 16384
 # The shortest vector that project and project_batch project on all threads
 # (the fast method's passes in chunks of bracket.CHUNK, 32,768 entries:
 # at least four of them; below, starting the threads costs more than they save).
@@ -384,8 +379,7 @@ def project_batch(
         count, n = X.shape[::-1] if axis == 0 else X.shape
         targets = _fast_targets(l1, l2, n)
         if targets is not None:
-            if axis == 0 and n <= _COLUMNS_MAX_N:
-                count = X.shape[1]
+            if axis == 0 and not _threaded(n, count):
                 l1a, l2a = np.full(count, targets[0]), np.full(count, targets[1])
                 out, status, passes = _columns_kernel(X, l1a, l2a, nonneg, code, parallel)
                 result = None if status.any() else (out, passes)
@@ -456,8 +450,10 @@ def _transposed(X):
 def _columns_kernel(X, l1, l2, nonneg, code, parallel):
     """Project the columns of the C-contiguous float64 X onto the targets
     ``l1[j]``, ``l2[j]`` in place of a transposed copy (the kernel gathers a
-    few columns at a time; the same bits as projecting each column alone);
-    (out, status, passes) with out C-contiguous."""
+    few columns at a time, and writes the columns that the bracketing path
+    decides along X's rows at the end; the same bits as projecting each
+    column alone, at any length); (out, status, passes) with out
+    C-contiguous."""
     count = X.shape[1]
     out = np.empty_like(X)
     status = np.zeros(count, dtype=np.int64)
@@ -486,7 +482,7 @@ def _project_batch_checked(X, l1, l2, axis, nonneg, method, parallel, return_pas
     X = as_float_array(X, "X", ndim=2)
     count, n = X.shape[::-1] if axis == 0 else X.shape
     l1a, l2a = _check_targets(l1, l2, n, count)
-    if axis == 0 and n <= _COLUMNS_MAX_N and not X.flags.f_contiguous:
+    if axis == 0 and not _threaded(n, count) and not X.flags.f_contiguous:
         out, status, passes = _columns_kernel(
             np.ascontiguousarray(X), l1a, l2a, nonneg, code, parallel
         )

@@ -643,11 +643,62 @@ def test_every_path_is_deterministic(method, n):
 
 
 @pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("n", [1023, 1024, 16384, 16385, 32768, 32769])
+@pytest.mark.parametrize("flat", [None, 9])
+def test_batch_columns_are_the_bits_of_the_transposed_rows(n, flat, parallel):
+    """On both sides of every length where project_batch(axis=0) changes
+    path (the bracketing path from 1,024, the old in-place limit 16,384, the
+    passes' chunks above 32,768), the columns are the bits of axis=1 on the
+    transpose: with every block of columns written from its map at the end,
+    and with a block (a flat column, which the exact kernel decides) written
+    at once between two that are not."""
+    rng = np.random.default_rng(n)
+    X = np.abs(rng.standard_normal((n, 17)))
+    if flat is not None:
+        X[:, flat] = 0.5
+    l1 = l1_for_sparseness(0.7, n)
+    rows = project_batch(np.ascontiguousarray(X.T), l1, 1.0, axis=1)
+    want = np.ascontiguousarray(rows.T).tobytes()
+    assert project_batch(X, l1, 1.0, axis=0, parallel=parallel).tobytes() == want
+    # The checked path (per-column targets) takes the same kernel.
+    targets = np.full(17, l1)
+    assert project_batch(X, targets, 1.0, axis=0, parallel=parallel).tobytes() == want
+
+
+@pytest.mark.parametrize("flat", [None, 9])
+def test_columns_kernel_same_bits_in_any_number_of_groups(flat):
+    """project_columns splits the blocks, and the final write the rows, into
+    ``groups`` runs (one per thread of the parallel build): the serial build
+    run with 1 to 5 groups gives the same bytes."""
+    rng = np.random.default_rng(7)
+    n = 3001
+    X = np.abs(rng.standard_normal((n, 17)))
+    if flat is not None:
+        X[:, flat] = 0.5
+    l1 = np.full(17, l1_for_sparseness(0.7, n))
+    l2 = np.ones(17)
+    results = []
+    for groups in range(1, 6):
+        out = np.empty_like(X)
+        status = np.zeros(17, np.int64)
+        passes = np.zeros(17, np.int64)
+        maxp = kernels.max_filter_passes(n)
+        kernels.project_columns(
+            X, l1, l2, True, kernels.METHOD_FAST, out, status, passes, maxp, groups
+        )
+        assert not status.any()
+        results.append(out.tobytes())
+    assert all(r == results[0] for r in results)
+    assert results[0] == project_batch(X, l1[0], 1.0, axis=0).tobytes()
+
+
+@pytest.mark.parametrize("parallel", [False, True])
 @pytest.mark.parametrize("shape", [(5, 1), (361, 7), (361, 8), (1500, 17), (17000, 3)])
 def test_batch_columns_are_the_bits_of_each_column_alone(shape, parallel):
-    """project_batch(axis=0) gathers a few columns at a time (or, for long
-    ones, transposes X whole); each column's result is the bits of projecting
-    its contiguous copy, whatever X's order and the targets."""
+    """project_batch(axis=0) gathers a few columns at a time (or, for fewer
+    long ones than threads, transposes X whole); each column's result is the
+    bits of projecting its contiguous copy, whatever X's order and the
+    targets."""
     rng = np.random.default_rng(shape[0] * 100 + shape[1])
     X = rng.standard_normal(shape)
     X[:, 0] = np.round(X[:, 0], 1)  # ties
