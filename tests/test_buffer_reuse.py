@@ -14,8 +14,7 @@ import pytest
 
 import nmfsc
 from nmfsc.solvers._data import make_data
-from nmfsc.solvers._loop import Run
-from nmfsc.solvers._settings import LoopSettings
+from nmfsc.solvers.framework import LoopSettings, Run
 from nmfsc.solvers.hoyer import HoyerSteps
 from nmfsc.solvers.masked import MaskedHoyerSteps
 
