@@ -74,7 +74,10 @@ OPTIONS = """\
         Called after every iteration with an :class:`~nmfsc.solvers.IterationState`
         (``iteration``, ``objective``, ``W`` in V's units, ``H``, ``elapsed``;
         read-only arrays). Returning True stops the run (stop reason
-        ``"callback"``: not converged, no warning).
+        ``"callback"``: not converged, no warning). The arrays it is given
+        stay as they are, so it may keep them; for that, nmf_sc writes its
+        line-search trials into new arrays, where a run without a callback
+        reuses the buffers of earlier iterates.
     progress : bool, default False
         Show a tqdm progress bar with the objective and its relative change.
     checkpoint : str or Path or None

@@ -121,6 +121,13 @@ class Steps:
     def step_sizes(self, state):
         return None
 
+    def reuse_buffers(self):
+        """Told by the loop, before the start, that no one but the loop holds
+        an iterate (the run has no callback, which could keep ``state.H``):
+        :meth:`step` may then write into the arrays of an iterate before the
+        committed one, never into the committed iterate's (nmf_sc's line
+        search reuses its trial buffers). Nothing here."""
+
 
 def tol_reached(history, window, tol):
     """The stopping rule of the module docstring, on a list of objective values."""
@@ -166,6 +173,8 @@ class Run:
         self.settings = settings = settings.validated(N, M, T)
         self.check_settings()
         self.steps = make_steps(self.data, M)
+        if settings.callback is None:  # only the loop holds iterates (Steps.reuse_buffers)
+            self.steps.reuse_buffers()
         self.factor, self.objective_units = objective_factor(self.scale, self.steps.objective_power)
         self.params = {"n_components": M, **solver_params}
         self.shape = (N, M, T)

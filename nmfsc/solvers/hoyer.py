@@ -92,7 +92,11 @@ class _Projector:
     def __init__(self, count, n, l1_unit, dtype=np.float64):
         self.l1_unit = l1_unit
         self.shape, self.dtype = (count, n), dtype
-        self.out = None  # the output buffer, allocated when needed (see take)
+        self.out = None  # the buffer the last call wrote into (see _buffer_for and take)
+        #: Whether :meth:`take` leaves the taken buffer here to be written into
+        #: again (:meth:`keep_buffers`) instead of handing it over for good.
+        self.keeps_buffers = False
+        self._buffers: list[np.ndarray] = []  # the buffers owned here: at most two
         self.status = np.zeros(count, dtype=np.int64)
         self.passes = np.zeros(count, dtype=np.int64)
         self.ones = np.ones(count)
@@ -122,8 +126,7 @@ class _Projector:
     def _in_groups(self, X, task):
         """Run ``task(a, b)`` on groups of X's rows, one group per thread when X
         is large (the kernels release the GIL); the projected rows, or None."""
-        if self.out is None:
-            self.out = np.empty(self.shape, dtype=self.dtype)
+        self.out = self._buffer_for(X)
         if X.size < PARALLEL_ENTRIES:
             task(0, X.shape[0])
         else:
@@ -166,23 +169,57 @@ class _Projector:
             row,
         )
 
+    def _buffer_for(self, X):
+        """The buffer the projection of X's rows is written into: one owned
+        here that shares no memory with X, else a new one. X is the
+        iterate the trials step from (the run's committed H, or a copy of
+        W's columns), so a trial never overwrites it, even when X is a
+        buffer taken from here (:meth:`keep_buffers`)."""
+        for buffer in self._buffers:
+            if not np.may_share_memory(buffer, X):
+                return buffer
+        buffer = np.empty(self.shape, dtype=self.dtype)
+        self._buffers = [*self._buffers[-1:], buffer]
+        return buffer
+
+    def keep_buffers(self):
+        """Let :meth:`take` keep the buffer it hands out, to be written into
+        again once it is no longer the iterate the trials step from: with
+        the H step's accepted trial taken as the new H, the trials of the
+        next step go into the buffer of the H before, and the steps allocate
+        no count x n array after the second. Only for a run whose callers
+        keep no iterate but the committed one (a run without a callback:
+        a callback may keep ``state.H``)."""
+        self.keeps_buffers = True
+
     def take(self):
-        """The last projected rows as a new array of the caller's (no copy: the
-        buffer is handed over and the next call allocates another), so that
-        no spare count x n buffer is held between calls."""
-        out, self.out = self.out, None
+        """The last projected rows as the caller's array (no copy). The
+        buffer is handed over (the next call writes into a new one), or,
+        after :meth:`keep_buffers`, also kept here for the call after the
+        next one (:meth:`_buffer_for` never writes into the array the trials
+        step from)."""
+        out = self.out
+        if not self.keeps_buffers:
+            self._hand_over()
         return out
 
+    def _hand_over(self):
+        """Forget the last buffer written into: it is the caller's now."""
+        self._buffers = [b for b in self._buffers if b is not self.out]
+        self.out = None
+
     def start_rows(self, X):
-        """:meth:`rows` of the start's factor (H, or C = W^T), taken
-        (:meth:`take`), not borrowed: the first step's trials overwrite the
-        projector's buffer, and a borrowed start would be that buffer (H, made
-        contiguous, is the buffer itself; W = C^T is a view of it with one
-        component, a copy only with more). The start is finite (checked
-        before), so every row projects."""
-        if self.rows(np.ascontiguousarray(X)) is None:
+        """:meth:`rows` of the start's factor (H, or C = W^T), handed over
+        for good (never kept, even after :meth:`keep_buffers`), not
+        borrowed: the start is the run's array (H, made contiguous, is the
+        buffer itself; W = C^T is a view of it with one component, a copy
+        only with more). The start is finite (checked before), so every row
+        projects."""
+        projected = self.rows(np.ascontiguousarray(X))
+        if projected is None:
             raise ValueError("the start has a row that cannot be projected: it is not finite")
-        return self.take()
+        self._hand_over()
+        return projected
 
 
 def support_sizes(X):
@@ -263,6 +300,14 @@ class HoyerSteps(SquaredErrorSteps):
     def step_sizes(self, state):
         return (float(state["mu_W"]), float(state["mu_H"]))
 
+    def reuse_buffers(self):
+        """The projectors keep their buffers (:meth:`_Projector.keep_buffers`):
+        an H step's trials are written into the H before the committed one,
+        so the steps allocate no M x T array after the second iteration."""
+        for projector in (self.proj_h, self.proj_w):
+            if projector is not None:
+                projector.keep_buffers()
+
     # --- one iteration ----------------------------------------------------
     def step(self, state):
         W, H = state["W"], state["H"]
@@ -319,6 +364,7 @@ class HoyerSteps(SquaredErrorSteps):
         dH = matmul_columns(WtW, H, out=self._gradient, minus=WtV)
         H_new, mu, energy, quad = self._line_search(self.proj_h, H, dH, mu, before, WtV, WtW)
         if H_new is not None:
+            H_new = self.proj_h.take()  # the accepted trial's buffer is the new H
             self.h_gram.keep(H_new, quad)
         return H_new, mu, energy, quad
 
@@ -344,7 +390,9 @@ class HoyerSteps(SquaredErrorSteps):
         )
         if C_new is None:
             return None, mu, energy
-        W_new = np.ascontiguousarray(C_new.T)
+        # A copy whatever M (for M = 1 np.ascontiguousarray would return a
+        # view): the projector's buffer stays its own, for the next W step.
+        W_new = np.array(C_new.T, order="C")
         self.w_gram.keep(W_new, quad)
         return W_new, mu, energy
 
@@ -352,8 +400,9 @@ class HoyerSteps(SquaredErrorSteps):
         """SPEC's step rule on the rows of X (H, or C = W^T) with the gradient
         D: the trial ``P(X - mu D)`` is accepted if its energy
         ``0.5 (||V||^2 - 2 <A, X'> + <G, X' X'^T>)`` is at most ``before``,
-        else mu is halved. Returns the accepted rows (a new array), the next
-        step size (mu * 1.2), their energy and X' X'^T; or, when mu falls
+        else mu is halved. Returns the accepted rows (the projector's
+        buffer: the caller takes it or copies it), the next step size
+        (mu * 1.2), their energy and X' X'^T; or, when mu falls
         below 1e-200 or is no longer finite (no descent step), None, that mu,
         ``before`` and None."""
         guide = support_sizes(X)
@@ -363,7 +412,7 @@ class HoyerSteps(SquaredErrorSteps):
                 quad = gram_rows(projected)
                 after = expanded_objective(self.vv, A, projected, G, False, quad)
                 if after <= before:
-                    return projector.take(), mu * MU_GROWTH, after, quad
+                    return projected, mu * MU_GROWTH, after, quad
             mu /= 2.0
             if not MU_MIN <= mu < np.inf:  # also ends the loop for a NaN or infinite mu
                 return None, mu, before, None

@@ -191,7 +191,10 @@ class MaskedHoyerSteps(HoyerSteps):
         dC = self.data.right_rows(H, R)
 
         def evaluate(trial):
-            W_trial = np.ascontiguousarray(trial.T)
+            # A copy whatever M (np.ascontiguousarray gives a view for M = 1): W
+            # must not be the projector's buffer, which the next W step's trials
+            # overwrite.
+            W_trial = np.array(trial.T, order="C")
             return W_trial, H, *self.observed.trial(W_trial, H)
 
         C = np.ascontiguousarray(W.T)
