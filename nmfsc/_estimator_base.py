@@ -189,6 +189,10 @@ class InitialObjectiveStop:
     fires no later than the solver's.
     """
 
+    #: It reads the objective alone and keeps no array, so the run may reuse
+    #: its buffers as without a callback (``nmfsc.solvers._loop.keeps_iterates``).
+    keeps_iterates = False
+
     def __init__(self, tol: float, window: int) -> None:
         self.tol = tol
         self.window = window

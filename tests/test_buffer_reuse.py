@@ -193,3 +193,54 @@ def test_masked_one_component_w_step_leaves_the_state_unmodified():
             V, 1, callback=callback, sparseness_w=0.3, sparseness_h=0.4, mask=mask, max_iter=20
         )
         assert result.stop_reason == "max_iter"
+
+
+class _ObjectiveOnly:
+    """A callback that declares it keeps no array of the states."""
+
+    keeps_iterates = False
+
+    def __init__(self):
+        self.seen = []
+
+    def __call__(self, state):
+        self.seen.append(float(state.objective))
+        return False
+
+
+@pytest.mark.parametrize(
+    "callback, reuses",
+    [(None, True), (_never_stop, False), (_ObjectiveOnly(), True)],
+    ids=["none", "plain function", "keeps_iterates=False"],
+)
+def test_a_callback_that_keeps_no_iterate_lets_the_run_reuse(monkeypatch, callback, reuses):
+    told = []
+    original = HoyerSteps.reuse_buffers
+
+    def record(self):
+        told.append(True)
+        original(self)
+
+    monkeypatch.setattr(HoyerSteps, "reuse_buffers", record)
+    V = _data()
+    result = _fit(V, 8, callback=callback, max_iter=5, sparseness_h=0.7)
+    assert bool(told) is reuses
+    fresh = _fit(V, 8, callback=_never_stop, max_iter=5, sparseness_h=0.7)
+    np.testing.assert_array_equal(result.objective, fresh.objective)
+
+
+def test_sparsenmf_reuses_the_buffers(monkeypatch):
+    """SparseNMF's stopping rule keeps no iterate (keeps_iterates = False)."""
+    told = []
+    original = HoyerSteps.reuse_buffers
+
+    def record(self):
+        told.append(True)
+        original(self)
+
+    monkeypatch.setattr(HoyerSteps, "reuse_buffers", record)
+    X = _data().T
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        nmfsc.SparseNMF(n_components=4, sparseness_coefficients=0.6, max_iter=5).fit(X)
+    assert told

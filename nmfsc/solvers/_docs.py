@@ -77,7 +77,9 @@ OPTIONS = """\
         ``"callback"``: not converged, no warning). The arrays it is given
         stay as they are, so it may keep them; for that, nmf_sc writes its
         line-search trials into new arrays, where a run without a callback
-        reuses the buffers of earlier iterates.
+        reuses the buffers of earlier iterates. A callback object whose
+        attribute ``keeps_iterates`` is False declares that it keeps no
+        array, and the run reuses its buffers as without one.
     progress : bool, default False
         Show a tqdm progress bar with the objective and its relative change.
     checkpoint : str or Path or None

@@ -158,6 +158,15 @@ def solve(make_steps, V, n_components, *, solver_params, settings):
     return Run(make_steps, V, n_components, solver_params, settings).run(stacklevel=4)
 
 
+def keeps_iterates(callback) -> bool:
+    """Whether a run's ``callback`` may keep the arrays of the states it is
+    given: any callback, unless it says ``keeps_iterates = False`` (as
+    SparseNMF's stopping rule does, which reads the objective alone). Without
+    such a callback the steps reuse the buffers of earlier iterates
+    (:meth:`Steps.reuse_buffers`)."""
+    return callback is not None and getattr(callback, "keeps_iterates", True) is not False
+
+
 class Run:
     """One run of a solver: the normalised problem, its settings, the committed
     iterate ``(state, iteration)`` and the objective and time histories.
@@ -173,7 +182,7 @@ class Run:
         self.settings = settings = settings.validated(N, M, T)
         self.check_settings()
         self.steps = make_steps(self.data, M)
-        if settings.callback is None:  # only the loop holds iterates (Steps.reuse_buffers)
+        if not keeps_iterates(settings.callback):  # only the loop holds iterates
             self.steps.reuse_buffers()
         self.factor, self.objective_units = objective_factor(self.scale, self.steps.objective_power)
         self.params = {"n_components": M, **solver_params}
