@@ -90,8 +90,10 @@ def test_accelerated_device_path_has_the_cpu_iterates(V, s_w, s_h):
         dev = on_device(AcceleratedSteps, V, 5, params, max_iter=30, tol=0, random_state=1)
     assert dev.n_iter == cpu.n_iter == 30
     assert relative_gap(dev.objective, cpu.objective) < HISTORY_RTOL
-    # The factors to 1e-6 of their largest entry: where the objective is flat
-    # along a direction, rounding moves the iterates more than the objective.
+    # The factors to 1e-6 of their largest entry: near convergence a row's
+    # move of about 1e-7 changes its f_k by about the rounding of the test
+    # "f_k does not rise", so one side may keep a move the other rejects
+    # (seen for a row of H at sparseness_h=0.85); the objective moves by less.
     for mine, theirs in ((dev.W, cpu.W), (dev.H, cpu.H)):
         np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-6 * np.abs(theirs).max())
     np.testing.assert_allclose(dev.sparseness_H, cpu.sparseness_H, rtol=1e-6)
