@@ -56,12 +56,11 @@ def sweep_rows(xp, X, G, A, rule, l1=1.0, sweeps=1, delta=0.0):
             stop = min(M, start + BLOCK)
             D[...] = 0.0
             for k in range(start, stop):
-                b = A[k].astype(xp.float64) - R[k] + g_host[k, k] * X[k].astype(xp.float64)
+                g = float(g_host[k, k])
+                b = A[k].astype(xp.float64) - R[k] + g * X[k].astype(xp.float64)
                 if k > start:
                     b = b - G64[k, start:k] @ D[: k - start]
-                decrease += _update_row(
-                    xp, X, D, k, k - start, b, float(g_host[k, k]), rule, targets
-                )
+                decrease += _update_row(xp, X, D, k, k - start, b, g, rule, targets)
             R += G64[:, start:stop] @ D[: stop - start]
         first = decrease if first is None else first
         if not decrease > delta * first:
