@@ -17,7 +17,10 @@ Prints every number issue 33's GPU targets name, measured in one process:
   over them (a sum): by the fused Numba CUDA kernels (what ``nmf_sc`` uses
   where Numba's CUDA target is installed), with the Hoyer passes they took,
   and by the array code (CuPy operations, the fallback) in the same run;
-- float32 against float64 on the GPU (seconds per iteration).
+- float32 against float64 on the GPU (seconds per iteration);
+- ``nmf_sc(solver="accelerated")``, float64, seconds per iteration on the
+  GPU and on the CPU from the same start (no target: its sweeps go row by
+  row on the GPU), and the gap of their objective histories.
 
 V is random (|N(0, 1)|, scaled to max 1, so no scaled copy is made), or
 ``--data FILE.npy``. Each GPU time is after a warm-up run (CuPy compiles
@@ -45,6 +48,7 @@ from numba.core.errors import NumbaPerformanceWarning
 from nmfsc import ConvergenceWarning, l1_for_sparseness, nmf_sc
 from nmfsc.gpu_backend.projection import fused_kernels, project_rows, project_rows_by_arrays
 from nmfsc.gpu_backend.run import run_on_device
+from nmfsc.solvers.accelerated import AcceleratedSteps
 from nmfsc.solvers.framework import LoopSettings
 from nmfsc.solvers.hoyer import HoyerSteps
 
@@ -91,23 +95,32 @@ def best_seconds(fn, sync, repeats=5):
     return best
 
 
-def fit(xp, V, rank, iterations, sparseness_h):
-    """nmf_sc on V (a CuPy array: the public call; NumPy with --numpy: the
-    GPU backend's run) for ``iterations`` iterations from seed 0."""
+def fit(xp, V, rank, iterations, sparseness_h, solver="hoyer"):
+    """nmf_sc(solver=solver) on V (a CuPy array: the public call; NumPy with
+    --numpy: the GPU backend's run) for ``iterations`` iterations from seed 0."""
     keywords = dict(max_iter=iterations, tol=0, random_state=0)
     params = {"sparseness_w": None, "sparseness_h": sparseness_h}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         if xp is np:
             settings = LoopSettings.from_keywords("nmf_sc", keywords)
-            return run_on_device(HoyerSteps, V, rank, params, settings)
-        return nmf_sc(V, rank, **params, **keywords)
+            steps = AcceleratedSteps if solver == "accelerated" else HoyerSteps
+            return run_on_device(steps, V, rank, params, settings)
+        return nmf_sc(V, rank, **params, **keywords, solver=solver)
 
 
 def per_iteration(result, skip=1):
     """Median seconds per iteration, the first ``skip`` left out (warm caches)."""
     steps = np.diff(result.times)[skip:]
     return float(np.median(steps if steps.size else np.diff(result.times)))
+
+
+def history_gap(a, b):
+    """The largest relative gap of two runs' objective histories, over the
+    iterations both have."""
+    common = min(a.n_iter, b.n_iter) + 1
+    mine, theirs = np.asarray(a.objective[:common]), np.asarray(b.objective[:common])
+    return float(np.max(np.abs(mine - theirs) / theirs))
 
 
 def products_seconds(xp, V, W, H, sync):
@@ -131,6 +144,12 @@ def main(argv=None):
     parser.add_argument("--sparseness-h", type=float, default=0.85)
     parser.add_argument("--iterations", type=int, default=20, help="GPU iterations per run")
     parser.add_argument("--cpu-iterations", type=int, default=3, help="CPU iterations")
+    parser.add_argument(
+        "--accelerated-iterations",
+        type=int,
+        default=3,
+        help='iterations of solver="accelerated", GPU and CPU',
+    )
     parser.add_argument("--data", help="an .npy file of V (N x T) instead of random V")
     parser.add_argument(
         "--numpy", action="store_true", help="run the GPU code with NumPy (no GPU needed)"
@@ -176,9 +195,22 @@ def main(argv=None):
         )
     cpu_s = per_iteration(cpu, skip=0)
     common = min(cpu.n_iter, gpu.n_iter) + 1
-    gap = float(
-        np.max(np.abs(gpu.objective[:common] - cpu.objective[:common]) / cpu.objective[:common])
-    )
+    gap = history_gap(gpu, cpu)
+
+    n_fast = args.accelerated_iterations
+    fit(xp, V[:, : min(T, 4096)], M, 2, args.sparseness_h, "accelerated")  # warm-up
+    gpu_fast = fit(xp, V, M, n_fast, args.sparseness_h, "accelerated")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        cpu_fast = nmf_sc(
+            V_host,
+            M,
+            sparseness_h=args.sparseness_h,
+            max_iter=n_fast,
+            tol=0,
+            random_state=0,
+            solver="accelerated",
+        )
 
     W, H = gpu.W, gpu.H  # V has max 1: W is in the run's units
     products_s = products_seconds(xp, V, W, H, sync)
@@ -231,8 +263,17 @@ def main(argv=None):
     print(f"| the same, array code (the fallback) | {array_code_s:.5f} |")
     print(f"| one pass over them (a sum), GPU | {pass_s:.5f} |")
     print(
+        f'| nmf_sc(solver="accelerated"), GPU, float64, per iteration '
+        f"(median of {gpu_fast.n_iter}) | {per_iteration(gpu_fast, skip=0):.4f} |"
+    )
+    print(
+        f'| nmf_sc(solver="accelerated"), CPU, float64, per iteration '
+        f"(median of {cpu_fast.n_iter}) | {per_iteration(cpu_fast, skip=0):.3f} |"
+    )
+    print(
         f"\nObjective histories, GPU vs CPU over {common - 1} iterations: "
-        f"max relative gap {gap:.1e}."
+        f"max relative gap {gap:.1e}; solver='accelerated' over {n_fast}: "
+        f"{history_gap(gpu_fast, cpu_fast):.1e}."
     )
     if fused is not None:
         print(

@@ -12,16 +12,20 @@ import os
 import subprocess
 import sys
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 import nmfsc
 from nmfsc import ConvergenceWarning, l1_for_sparseness, nmf_euclidean, nmf_sc, project
+from nmfsc._kernels import rowblocks
 from nmfsc.gpu_backend import is_cupy_array
 from nmfsc.gpu_backend.projection import project_batch_device, project_rows
 from nmfsc.gpu_backend.run import run_on_device
+from nmfsc.gpu_backend.sweeps import sweep_rows
 from nmfsc.solvers import dispatch, registry
+from nmfsc.solvers.accelerated import AcceleratedSteps, sweep
 from nmfsc.solvers.framework import LoopSettings
 from nmfsc.solvers.hoyer import HoyerSteps
 from nmfsc.solvers.standard import EuclideanSteps
@@ -76,6 +80,67 @@ def test_nmf_sc_device_path_has_the_cpu_iterates(V, s_w, s_h):
     assert dev.relative_error == pytest.approx(cpu.relative_error, rel=1e-9)
 
 
+@pytest.mark.parametrize(("s_w", "s_h"), SPARSENESS)
+def test_accelerated_device_path_has_the_cpu_iterates(V, s_w, s_h):
+    """solver="accelerated" on the device: the CPU's history over 30 iterations."""
+    params = {"sparseness_w": s_w, "sparseness_h": s_h}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        cpu = nmf_sc(V, 5, max_iter=30, tol=0, random_state=1, solver="accelerated", **params)
+        dev = on_device(AcceleratedSteps, V, 5, params, max_iter=30, tol=0, random_state=1)
+    assert dev.n_iter == cpu.n_iter == 30
+    assert relative_gap(dev.objective, cpu.objective) < HISTORY_RTOL
+    # The factors to 1e-6 of their largest entry: near convergence a row's
+    # move of about 1e-7 changes its f_k by about the rounding of the test
+    # "f_k does not rise", so one side may keep a move the other rejects
+    # (seen for a row of H at sparseness_h=0.85); the objective moves by less.
+    for mine, theirs in ((dev.W, cpu.W), (dev.H, cpu.H)):
+        np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-6 * np.abs(theirs).max())
+    np.testing.assert_allclose(dev.sparseness_H, cpu.sparseness_H, rtol=1e-6)
+    np.testing.assert_allclose(dev.sparseness_W, cpu.sparseness_W, rtol=1e-6)
+    assert dev.relative_error == pytest.approx(cpu.relative_error, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "rule", [rowblocks.RULE_NONNEG, rowblocks.RULE_UNIT, rowblocks.RULE_SCALED]
+)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_device_sweeps_are_the_kernels_sweeps(rule, dtype):
+    """sweep_rows gives the rows the Numba kernel's sweep gives (rounding
+    apart), the blocks of 8, the early stop and float32 included; X is left
+    as it was."""
+    rng = np.random.default_rng(7)
+    M, n = 11, 60  # two blocks, the second one short
+    B = np.abs(rng.standard_normal((M, 3 * M)))
+    G = (B @ B.T).astype(dtype)
+    A = (np.abs(rng.standard_normal((M, n))) * 40.0).astype(dtype)  # <b_k, P(b_k)> > 0
+    X = np.abs(rng.standard_normal((M, n))).astype(dtype)
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    l1 = l1_for_sparseness(0.6, n)
+    before = X.copy()
+    # (After more sweeps a row's last moves are below the rounding of the
+    # test "f_k does not rise", which either side may then keep or reject.)
+    for sweeps, delta in ((1, 0.0), (6, 0.1), (5, 0.0)):
+        want = sweep(X, G, A, rule, l1, sweeps, delta)
+        got = sweep_rows(np, X, G, A, rule, l1, sweeps, delta)
+        assert got.dtype == dtype
+        assert np.all(np.any(want != X, axis=1))  # every row moves: every rule is tried
+        tol = 1e-9 if dtype == np.float64 else 1e-5
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+    np.testing.assert_array_equal(X, before)
+
+
+def test_accelerated_device_path_float32(V):
+    params = {"sparseness_w": 0.5, "sparseness_h": 0.6}
+    with pytest.warns(ConvergenceWarning, match="max_iter=15 reached"):
+        dev = on_device(
+            AcceleratedSteps, V.astype(np.float32), 4, params, max_iter=15, random_state=0
+        )
+    assert dev.W.dtype == dev.H.dtype == np.float32
+    assert np.all(np.diff(dev.objective) <= 1e-5 * dev.objective[0])
+    np.testing.assert_allclose(dev.sparseness_H, 0.6, atol=1e-5)
+
+
 def test_nmf_euclidean_device_path_has_the_cpu_iterates(V):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -115,15 +180,16 @@ def test_stopping_rule_and_callback_are_the_loops(V):
     assert stopped.stop_reason == "callback" and stopped.n_iter == 1
 
 
-def test_checkpoint_and_resume_continue_the_run(V, tmp_path):
+@pytest.mark.parametrize("steps", [HoyerSteps, AcceleratedSteps])
+def test_checkpoint_and_resume_continue_the_run(V, tmp_path, steps):
     params = {"sparseness_w": 0.5, "sparseness_h": 0.6}
     path = tmp_path / "run.npz"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        whole = on_device(HoyerSteps, V, 3, params, max_iter=12, tol=0, random_state=0)
-        on_device(HoyerSteps, V, 3, params, max_iter=5, tol=0, random_state=0, checkpoint=path)
+        whole = on_device(steps, V, 3, params, max_iter=12, tol=0, random_state=0)
+        on_device(steps, V, 3, params, max_iter=5, tol=0, random_state=0, checkpoint=path)
         resumed = on_device(
-            HoyerSteps,
+            steps,
             V,
             3,
             params,
@@ -205,7 +271,7 @@ def test_the_backend_is_registered_and_named_in_the_table():
     assert is_cupy_array(stub) and not is_cupy_array(np.zeros(2))
     assert dispatch.backend_for(stub).name == registry.GPU
     gpu_rows = {(s.name, s.variant) for s in registry.SOLVERS if registry.GPU in s.backends}
-    assert gpu_rows == {("nmf_sc", "hoyer"), ("nmf_euclidean", None)}
+    assert gpu_rows == {("nmf_sc", "hoyer"), ("nmf_sc", "accelerated"), ("nmf_euclidean", None)}
 
 
 def test_import_nmfsc_does_not_import_cupy_or_numba_cuda():
@@ -256,15 +322,18 @@ def test_cli_device_gpu_without_cupy_is_one_line(tmp_path):
 
 @needs_gpu
 @pytest.mark.parametrize(("s_w", "s_h"), SPARSENESS)
-def test_cupy_arrays_in_cupy_arrays_out(V, s_w, s_h):
-    params = {"sparseness_w": s_w, "sparseness_h": s_h}
+@pytest.mark.parametrize(("solver", "iterations"), [("hoyer", 50), ("accelerated", 30)])
+def test_cupy_arrays_in_cupy_arrays_out(V, s_w, s_h, solver, iterations):
+    params = {"sparseness_w": s_w, "sparseness_h": s_h, "solver": solver}
+    keywords = {"max_iter": iterations, "tol": 0, "random_state": 1, **params}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        cpu = nmf_sc(V, 5, max_iter=50, tol=0, random_state=1, **params)
-        gpu = nmf_sc(CUPY.asarray(V), 5, max_iter=50, tol=0, random_state=1, **params)
+        cpu = nmf_sc(V, 5, **keywords)
+        gpu = nmf_sc(CUPY.asarray(V), 5, **keywords)
     assert is_cupy_array(gpu.W) and is_cupy_array(gpu.H)
     assert relative_gap(gpu.objective, cpu.objective) < HISTORY_RTOL
-    np.testing.assert_allclose(gpu.W.get(), cpu.W, rtol=1e-8, atol=1e-10)
+    if solver == "hoyer":  # the accelerated factors: see its NumPy test above
+        np.testing.assert_allclose(gpu.W.get(), cpu.W, rtol=1e-8, atol=1e-10)
 
 
 @needs_gpu
@@ -299,9 +368,10 @@ def test_passes_and_sort_find_the_same_thresholds():
 
 
 def test_public_solvers_reach_the_backend_through_the_seam(V, monkeypatch):
-    """nmf_sc and nmf_euclidean hand data the GPU backend accepts to it (here
-    NumPy data, made acceptable): same history, the warning at the caller,
-    and solver='accelerated' refused with the variant that runs there."""
+    """nmf_sc (both solvers) and nmf_euclidean hand data the GPU backend
+    accepts to it (here NumPy data, made acceptable): same history, the
+    warning at the caller; a mask refused there, and a variant whose row
+    does not name the backend refused with the variant that runs there."""
     from nmfsc.gpu_backend import solve_on_gpu
     from nmfsc.gpu_backend.run import DeviceRun
 
@@ -313,7 +383,9 @@ def test_public_solvers_reach_the_backend_through_the_seam(V, monkeypatch):
         open_data(run, data)
 
     monkeypatch.setattr(DeviceRun, "open_data", counted)
-    gpu = dispatch.Backend(registry.GPU, lambda data: data is V, solve_on_gpu)
+    gpu = dispatch.Backend(
+        registry.GPU, lambda data: data is V, solve_on_gpu, array_name="CuPy (GPU) array"
+    )
     monkeypatch.setattr(dispatch, "backend_for", lambda data: gpu if gpu.accepts(data) else None)
     with pytest.warns(ConvergenceWarning) as caught:
         routed = nmf_sc(V, 3, sparseness_h=0.7, max_iter=10, random_state=0)
@@ -323,9 +395,26 @@ def test_public_solvers_reach_the_backend_through_the_seam(V, monkeypatch):
     assert relative_gap(routed.objective, cpu.objective) < HISTORY_RTOL
     with pytest.warns(ConvergenceWarning):
         nmf_euclidean(V, 3, max_iter=5, random_state=0)
-    assert len(calls) == 2  # both runs were DeviceRuns
-    with pytest.raises(ValueError, match="solver='hoyer'"):
-        nmf_sc(V, 3, sparseness_h=0.7, solver="accelerated")
+    with pytest.warns(ConvergenceWarning):
+        fast = nmf_sc(V, 3, sparseness_h=0.7, max_iter=10, random_state=0, solver="accelerated")
+    with pytest.warns(ConvergenceWarning):
+        fast_cpu = nmf_sc(
+            V.copy(), 3, sparseness_h=0.7, max_iter=10, random_state=0, solver="accelerated"
+        )
+    assert relative_gap(fast.objective, fast_cpu.objective) < HISTORY_RTOL
+    assert len(calls) == 3  # all three runs were DeviceRuns
+    with pytest.raises(ValueError, match="mask= does not run on a CuPy"):
+        nmf_sc(V, 3, sparseness_h=0.7, solver="accelerated", mask=np.ones(V.shape, bool))
+    in_memory_only = [
+        replace(s, backends=(dispatch.IN_MEMORY,)) if s.variant == "accelerated" else s
+        for s in registry.SOLVERS
+    ]
+    dispatch.install(in_memory_only)
+    try:
+        with pytest.raises(ValueError, match="does not run on a CuPy .* solver='hoyer'"):
+            nmf_sc(V, 3, sparseness_h=0.7, solver="accelerated")
+    finally:
+        dispatch.install(registry.SOLVERS)
 
 
 class _NotNumpy:

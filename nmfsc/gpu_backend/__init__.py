@@ -23,7 +23,9 @@ tested where no GPU is):
   fused Numba CUDA kernels (:mod:`~nmfsc.gpu_backend.cuda_kernels`), used
   where numba-cuda is installed; numba.cuda is imported only then;
 - :mod:`~nmfsc.gpu_backend.steps`: the data object and the iterations of
-  nmf_sc (``solver="hoyer"``) and nmf_euclidean;
+  nmf_sc (``solver="hoyer"`` and ``"accelerated"``) and nmf_euclidean;
+- :mod:`~nmfsc.gpu_backend.sweeps`: the accelerated solver's block
+  coordinate sweeps over a factor's rows;
 - :mod:`~nmfsc.gpu_backend.run`: the loop's hooks for device arrays.
 
 The package plugs into the solvers through :mod:`nmfsc.solvers.dispatch`:

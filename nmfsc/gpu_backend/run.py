@@ -25,7 +25,7 @@ __all__ = ["DeviceRun", "run_on_device"]
 
 
 def run_on_device(steps, V, n_components, params, settings, stacklevel=6):
-    """Run the in-memory steps class ``steps`` (HoyerSteps or EuclideanSteps)
+    """Run the in-memory steps class ``steps`` (a key of :data:`DEVICE_STEPS`)
     with its keywords ``params`` on the device array V; the result's W and
     H are device arrays. V may be a NumPy array: the same code then runs on
     the CPU (the tests do this). ``stacklevel`` points a ConvergenceWarning

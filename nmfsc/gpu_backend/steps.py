@@ -1,8 +1,10 @@
-"""The iterations of nmf_sc and nmf_euclidean on device arrays.
+"""The iterations of nmf_sc (both solvers) and nmf_euclidean on device arrays.
 
 Each class keeps the in-memory solver's rules and order of operations
 (:class:`~nmfsc.solvers.hoyer.HoyerSteps`, whose four half-steps it
-overrides, and :class:`~nmfsc.solvers.standard.EuclideanSteps`) and
+overrides, :class:`~nmfsc.solvers.accelerated.AcceleratedSteps`, whose
+sweeps are :func:`~nmfsc.gpu_backend.sweeps.sweep_rows`, and
+:class:`~nmfsc.solvers.standard.EuclideanSteps`) and
 computes them with the array namespace ``xp`` of the data (CuPy on a GPU,
 NumPy in the tests): the products by ``xp.matmul`` (cuBLAS), the
 projection by :func:`~nmfsc.gpu_backend.projection.project_rows`. From the
@@ -15,13 +17,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from nmfsc._kernels.rowblocks import RULE_NONNEG, RULE_SCALED, RULE_UNIT
 from nmfsc.gpu_backend.arrays import inner
 from nmfsc.gpu_backend.projection import project_rows
+from nmfsc.gpu_backend.sweeps import sweep_rows, unit_rows
+from nmfsc.solvers.accelerated import SWEEP_DELTA, AcceleratedSteps
 from nmfsc.solvers.hoyer import EPS, MU_GROWTH, MU_MIN, HoyerSteps
 from nmfsc.solvers.standard import EuclideanSteps
 from nmfsc.sparseness import l1_for_sparseness
 
-__all__ = ["DEVICE_STEPS", "DeviceData", "DeviceEuclideanSteps", "DeviceHoyerSteps"]
+__all__ = [
+    "DEVICE_STEPS",
+    "DeviceAcceleratedSteps",
+    "DeviceData",
+    "DeviceEuclideanSteps",
+    "DeviceHoyerSteps",
+]
 
 
 class DeviceData:
@@ -237,5 +248,44 @@ class DeviceEuclideanSteps(EuclideanSteps):
         return {"W": W, "H": H}, self.recorded(energy, W, H), None
 
 
+class DeviceAcceleratedSteps(AcceleratedSteps, DeviceHoyerSteps):
+    """``nmf_sc(solver="accelerated")``'s iteration on device arrays:
+    AcceleratedSteps's :meth:`step` (the H step's sweeps, the rows of H to
+    unit norm when only W is constrained, the W step's sweeps over W^T, the
+    expanded objective), its sweeps by :func:`~nmfsc.gpu_backend.sweeps.sweep_rows`;
+    its start is DeviceHoyerSteps's (AcceleratedSteps's ``initialize`` calls it)."""
+
+    def __init__(self, data, n_components, sparseness_w, sparseness_h):
+        super().__init__(data, n_components, sparseness_w, sparseness_h)
+        # W^T W as C C^T of W^T's rows, the product the W step hands over
+        # (so a resumed run's recomputed product has the same bits).
+        self.grams = _Grams(self.xp, from_columns=True)
+
+    def step(self, state):
+        xp = self.xp
+        W, H = state["W"], state["H"]
+        N, T = self.data.shape
+        WtV, WtW = self.data.wtv(W), self.grams.wtw(W)
+        if self.l1_h is None:
+            H = sweep_rows(xp, H, WtW, WtV, RULE_NONNEG, 1.0, self.sweeps(T, N), SWEEP_DELTA)
+            if self.l1_w is not None:
+                W, H = unit_rows(xp, W, H)
+        else:
+            H = sweep_rows(xp, H, WtW, WtV, RULE_UNIT, self.l1_h, self.sweeps(T, N), SWEEP_DELTA)
+        HHt = H @ H.T
+        HVt = self.data.hvt(H)
+        rule, l1 = (RULE_NONNEG, 1.0) if self.l1_w is None else (RULE_SCALED, self.l1_w)
+        Wt = sweep_rows(xp, W.T, HHt, HVt, rule, l1, self.sweeps(N, T), SWEEP_DELTA)
+        W = xp.ascontiguousarray(Wt.T)
+        quad = Wt @ Wt.T
+        self.grams.w = (W, quad)
+        energy = _expanded(xp, self.vv, HVt, Wt, HHt, quad)
+        return {"W": W, "H": H}, self.recorded(energy, W, H), None
+
+
 #: The device steps class of each in-memory steps class the backend runs.
-DEVICE_STEPS = {HoyerSteps: DeviceHoyerSteps, EuclideanSteps: DeviceEuclideanSteps}
+DEVICE_STEPS = {
+    HoyerSteps: DeviceHoyerSteps,
+    AcceleratedSteps: DeviceAcceleratedSteps,
+    EuclideanSteps: DeviceEuclideanSteps,
+}

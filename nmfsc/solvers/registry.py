@@ -62,6 +62,7 @@ SOLVERS: tuple[SolverSpec, ...] = (
         AcceleratedSteps,
         SPARSENESS,
         variant="accelerated",
+        backends=(IN_MEMORY, GPU),
         masked_steps=MaskedAcceleratedSteps,
         squared_error=True,
         description="the same problem and start, solved by block coordinate descent",
