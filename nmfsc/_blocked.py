@@ -168,12 +168,9 @@ def matmul_summed(A, B, out=None):
     if out is None:
         out = np.empty(shape, dtype=dtype)
     blocks = _spans(A.shape[1], SUMMED, SUMMED_BLOCKS)
-    if len(blocks) == 1:
-        if alone:
+    if len(blocks) == 1:  # not alone: a small one block returned above
+        with single_blas():
             np.matmul(A, B, out=out)
-        else:
-            with single_blas():
-                np.matmul(A, B, out=out)
         return out
     partials = np.empty((len(blocks), *shape), dtype=dtype)
 

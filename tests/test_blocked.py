@@ -123,16 +123,21 @@ def _small_products(V, W, H, A, B, v):
     )
 
 
-def test_small_products_skip_the_pool_and_the_blas_limit(monkeypatch):
-    """Below SMALL_GEMM a product runs on the calling thread: neither the
-    pool's thread count nor threadpoolctl's limit is asked for (each cost
-    tens of microseconds, most of a small fit's iteration)."""
+@pytest.fixture
+def no_threadpoolctl(monkeypatch):
+    """threadpoolctl's controller made to fail the test if anything asks for it."""
     from nmfsc import _threads
 
     def refuse():
-        raise AssertionError("a small product asked threadpoolctl")
+        raise AssertionError("threadpoolctl was asked for")
 
     monkeypatch.setattr(_threads, "_blas_controller", refuse)
+
+
+def test_small_products_skip_the_pool_and_the_blas_limit(no_threadpoolctl):
+    """Below SMALL_GEMM a product runs on the calling thread: neither the
+    pool's thread count nor threadpoolctl's limit is asked for (each cost
+    tens of microseconds, most of a small fit's iteration)."""
     V, W, H, A, B, v = _small_operands()
     for got, want in zip(
         _small_products(V, W, H, A, B, v),
@@ -167,16 +172,11 @@ def test_small_products_have_the_blocked_paths_bits(monkeypatch):
     ids=["s_W", "s_H", "plain", "accelerated"],
 )
 @pytest.mark.filterwarnings("ignore::nmfsc.ConvergenceWarning")  # 20 iterations, on purpose
-def test_a_small_fit_never_asks_threadpoolctl(monkeypatch, settings):
+def test_a_small_fit_never_asks_threadpoolctl(request, settings):
     import nmfsc
-    from nmfsc import _threads
 
     V = np.random.default_rng(7).random((60, 50))
     expected = nmfsc.nmf_sc(V, 5, max_iter=20, tol=0, random_state=0, **settings)
-
-    def refuse():
-        raise AssertionError("a small fit asked threadpoolctl")
-
-    monkeypatch.setattr(_threads, "_blas_controller", refuse)
+    request.getfixturevalue("no_threadpoolctl")  # from here on
     result = nmfsc.nmf_sc(V, 5, max_iter=20, tol=0, random_state=0, **settings)
     np.testing.assert_array_equal(result.objective, expected.objective)

@@ -26,7 +26,7 @@ CASES = {
 
 
 def _data(shape=(30, 400), seed=0):
-    # 8 x 400 entries of H: above PARALLEL_ENTRIES / 8, so H's projections run in groups
+    # 8 x 400 entries of H (below nmfsc._blocked.PARALLEL_ENTRIES: one group of rows)
     return np.random.default_rng(seed).random(shape)
 
 
@@ -129,6 +129,14 @@ def _run(V, M, options, patch, **loop):
         return run.run(stacklevel=2)
 
 
+def _assert_is_the_uninterrupted_run(V, result):
+    """``result`` is, bit for bit, a plain run of as many iterations."""
+    reference = _fit(V, 8, max_iter=result.n_iter, sparseness_h=0.7)
+    np.testing.assert_array_equal(result.objective, reference.objective)
+    np.testing.assert_array_equal(result.H, reference.H)
+    np.testing.assert_array_equal(result.W, reference.W)
+
+
 @pytest.mark.parametrize("at_call", [2, 8, 11])
 def test_an_interrupted_run_returns_the_committed_iterate(at_call):
     """A KeyboardInterrupt after a trial was written (into a reused buffer)
@@ -149,10 +157,7 @@ def test_an_interrupted_run_returns_the_committed_iterate(at_call):
 
     result = _run(V, 8, options, patch)
     assert result.stop_reason == "interrupted"
-    reference = _fit(V, 8, max_iter=result.n_iter, sparseness_h=0.7)
-    np.testing.assert_array_equal(result.objective, reference.objective)
-    np.testing.assert_array_equal(result.H, reference.H)
-    np.testing.assert_array_equal(result.W, reference.W)
+    _assert_is_the_uninterrupted_run(V, result)
 
 
 @pytest.mark.parametrize("from_call", [2, 8, 11])
@@ -174,10 +179,7 @@ def test_a_run_stopped_by_the_step_size_returns_the_committed_iterate(from_call)
 
     result = _run(V, 8, options, patch)
     assert result.stop_reason == "step_size"
-    reference = _fit(V, 8, max_iter=result.n_iter, sparseness_h=0.7)
-    np.testing.assert_array_equal(result.objective, reference.objective)
-    np.testing.assert_array_equal(result.H, reference.H)
-    np.testing.assert_array_equal(result.W, reference.W)
+    _assert_is_the_uninterrupted_run(V, result)
 
 
 def test_masked_one_component_w_step_leaves_the_state_unmodified():
@@ -193,6 +195,21 @@ def test_masked_one_component_w_step_leaves_the_state_unmodified():
             V, 1, callback=callback, sparseness_w=0.3, sparseness_h=0.4, mask=mask, max_iter=20
         )
         assert result.stop_reason == "max_iter"
+
+
+@pytest.fixture
+def reuse_told(monkeypatch):
+    """A list that gets an entry each time a run tells its HoyerSteps to
+    reuse buffers (``Steps.reuse_buffers``)."""
+    told = []
+    original = HoyerSteps.reuse_buffers
+
+    def record(self):
+        told.append(True)
+        original(self)
+
+    monkeypatch.setattr(HoyerSteps, "reuse_buffers", record)
+    return told
 
 
 class _ObjectiveOnly:
@@ -213,15 +230,8 @@ class _ObjectiveOnly:
     [(None, True), (_never_stop, False), (_ObjectiveOnly(), True)],
     ids=["none", "plain function", "keeps_iterates=False"],
 )
-def test_a_callback_that_keeps_no_iterate_lets_the_run_reuse(monkeypatch, callback, reuses):
-    told = []
-    original = HoyerSteps.reuse_buffers
-
-    def record(self):
-        told.append(True)
-        original(self)
-
-    monkeypatch.setattr(HoyerSteps, "reuse_buffers", record)
+def test_a_callback_that_keeps_no_iterate_lets_the_run_reuse(reuse_told, callback, reuses):
+    told = reuse_told
     V = _data()
     result = _fit(V, 8, callback=callback, max_iter=5, sparseness_h=0.7)
     assert bool(told) is reuses
@@ -229,16 +239,9 @@ def test_a_callback_that_keeps_no_iterate_lets_the_run_reuse(monkeypatch, callba
     np.testing.assert_array_equal(result.objective, fresh.objective)
 
 
-def test_sparsenmf_reuses_the_buffers(monkeypatch):
+def test_sparsenmf_reuses_the_buffers(reuse_told):
     """SparseNMF's stopping rule keeps no iterate (keeps_iterates = False)."""
-    told = []
-    original = HoyerSteps.reuse_buffers
-
-    def record(self):
-        told.append(True)
-        original(self)
-
-    monkeypatch.setattr(HoyerSteps, "reuse_buffers", record)
+    told = reuse_told
     X = _data().T
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)

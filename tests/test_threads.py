@@ -10,8 +10,8 @@ import warnings
 import numpy as np
 import pytest
 
-from nmfsc import ConvergenceWarning, _threads, nmf_sc
-from nmfsc.solvers import hoyer
+from nmfsc import ConvergenceWarning, _blocked, _threads, nmf_sc
+from nmfsc._blocked import PARALLEL_ENTRIES
 
 
 @pytest.mark.parametrize("count", [0, 1, 2, 7, 72])
@@ -105,16 +105,16 @@ def test_nmf_sc_gives_the_same_bits_on_one_thread_and_on_several(monkeypatch):
     # thread projects a row never changes the result.
     rng = np.random.default_rng(0)
     V = np.abs(rng.standard_normal((40, 9000)))
-    assert 8 * 9000 >= hoyer.PARALLEL_ENTRIES
+    assert 8 * 9000 >= PARALLEL_ENTRIES
 
     def run():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             return nmf_sc(V, 8, sparseness_h=0.8, random_state=1, max_iter=15, tol=0)
 
-    monkeypatch.setattr(hoyer, "threads", lambda: 1)
+    monkeypatch.setattr(_blocked, "threads", lambda: 1)
     one = run()
-    monkeypatch.setattr(hoyer, "threads", lambda: 3)
+    monkeypatch.setattr(_blocked, "threads", lambda: 3)
     several = run()
     np.testing.assert_array_equal(one.H, several.H)
     np.testing.assert_array_equal(one.W, several.W)
@@ -175,7 +175,7 @@ def test_the_solvers_give_the_same_bits_on_one_and_two_threads():
 def test_the_solvers_give_the_same_bits_on_one_and_three_threads(monkeypatch, solver):
     # Three groups on a machine of any size: nmfsc's modules read the thread
     # count through their own name of _threads.threads.
-    from nmfsc import _blocked, nmf_euclidean
+    from nmfsc import nmf_euclidean
 
     rng = np.random.default_rng(2)
     V = np.abs(rng.standard_normal((20, 9000)))
@@ -189,8 +189,7 @@ def test_the_solvers_give_the_same_bits_on_one_and_three_threads(monkeypatch, so
 
     results = []
     for count in (1, 3):
-        for module in (_blocked, hoyer):
-            monkeypatch.setattr(module, "threads", lambda count=count: count)
+        monkeypatch.setattr(_blocked, "threads", lambda count=count: count)
         results.append(run())
     one, three = results
     np.testing.assert_array_equal(one.W, three.W)

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nmfsc._blocked import PARALLEL_ENTRIES, gram_rows, in_groups, matmul_columns
+from nmfsc._blocked import gram_rows, in_groups, matmul_columns
 from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import rowblocks as _rb
 from nmfsc.solvers._objective import expanded_objective
@@ -101,9 +101,6 @@ def sweep(X, G, A, rule, l1=1.0, sweeps=1, delta=0.0):
             decrease, _unchanged = _rb.sweep_block(
                 X, R, G, A, rule, float(l1), max_passes, b, new, D, start, stop, decrease
             )
-            if M * n < PARALLEL_ENTRIES:  # all of R's columns here
-                _rb.update_r(R, G, D, start, stop, 0, n)
-                continue
 
             def update(lo, hi, start=start, stop=stop):
                 _rb.update_r(R, G, D, start, stop, lo, hi)

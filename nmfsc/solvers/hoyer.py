@@ -51,10 +51,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from nmfsc._blocked import gram_rows, matmul_columns
+from nmfsc._blocked import gram_rows, in_groups, matmul_columns
 from nmfsc._kernels import bracket as _bracket
 from nmfsc._kernels import projection as _proj
-from nmfsc._threads import run_groups, split, threads
 from nmfsc._validation import check_optional_sparseness
 from nmfsc.solvers._data import inner
 from nmfsc.solvers._docs import EUCLIDEAN_UNITS, document
@@ -81,9 +80,6 @@ __all__ = ["HoyerSteps", "nmf_sc", "support_sizes"]
 MU_MIN = 1e-200
 MU_GROWTH = 1.2
 EPS = 1e-9
-#: A projection of at least this many entries runs its rows on all threads
-#: (:mod:`nmfsc._threads`); below it a hand-off costs more than it saves.
-PARALLEL_ENTRIES = 1 << 16
 
 
 class _Projector:
@@ -127,10 +123,7 @@ class _Projector:
         """Run ``task(a, b)`` on groups of X's rows, one group per thread when X
         is large (the kernels release the GIL); the projected rows, or None."""
         self.out = self._buffer_for(X)
-        if X.size < PARALLEL_ENTRIES:
-            task(0, X.shape[0])
-        else:
-            run_groups([partial(task, a, b) for a, b in split(X.shape[0], threads())])
+        in_groups(X.shape[0], X.size, task)
         if np.any(self.status != _proj.STATUS_OK):
             return None
         return self.out
