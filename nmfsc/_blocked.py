@@ -22,6 +22,8 @@ The functions:
   blocks and the partial products added in order
   (V H^T, H V^T, H H^T, where the shared dimension is the long one, T);
 - :func:`gram_rows` -- :math:`X X^T`, the same way;
+- :func:`matmul_unsplit` -- :math:`A B` whole on the calling thread, for the
+  products of the factors alone (W^T W, W H H^T), too small to share;
 - :func:`inner` -- :math:`\sum_{ij} A_{ij} B_{ij}` in float64, by pieces of
   ``PIECE`` entries;
 - :func:`half_squared_error` -- :math:`\tfrac12 \lVert V - W H\rVert_F^2` by
@@ -49,6 +51,7 @@ __all__ = [
     "inner",
     "matmul_columns",
     "matmul_summed",
+    "matmul_unsplit",
     "in_groups",
 ]
 
@@ -153,6 +156,24 @@ def matmul_columns(A, B, out=None, minus=None):
 
     _over_blocks(len(blocks), task, alone)
     return out
+
+
+def matmul_unsplit(A, B, out=None):
+    """``A @ B`` whole on the calling thread, BLAS at one thread (as it is
+    when BLAS keeps the product on one thread by itself: :func:`_blas_alone`).
+
+    For the products of the factors alone (W^T W, W H H^T: O(M^2 N), against
+    the O(M N T) of the products with V): too small to be worth the pool,
+    and never left to BLAS's own threads, which spin for a while after the
+    product on the core that the next blocked product's second group wants
+    (measured: one 288 x 72 x 72 product on OpenBLAS's 2 threads made the
+    W^T V after it 28 ms slower, 99 against 127 ms). OpenBLAS splits a
+    gemm over the rows and columns of the product, never the shared
+    dimension, so these are the bits of the product on any thread count."""
+    if _blas_alone(A.shape[0], B.shape[1], A.shape[1]):
+        return np.matmul(A, B, out=out)
+    with single_blas():
+        return np.matmul(A, B, out=out)
 
 
 def matmul_summed(A, B, out=None):

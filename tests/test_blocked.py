@@ -180,3 +180,38 @@ def test_a_small_fit_never_asks_threadpoolctl(request, settings):
     request.getfixturevalue("no_threadpoolctl")  # from here on
     result = nmfsc.nmf_sc(V, 5, max_iter=20, tol=0, random_state=0, **settings)
     np.testing.assert_array_equal(result.objective, expected.objective)
+
+
+def test_matmul_unsplit_runs_with_blas_at_one_thread(monkeypatch):
+    """A factor product above SMALL_GEMM (W H H^T at 288 x 72 x 72) runs
+    with BLAS limited to one thread, never on BLAS's own threads (which
+    then spin on the core the next blocked product wants), with the bits of
+    the product on any BLAS thread count; one below it asks threadpoolctl
+    nothing."""
+    from nmfsc import _threads
+
+    rng = np.random.default_rng(3)
+    W, HHt = rng.random((288, 72)), rng.random((72, 72))
+    want = W @ HHt
+    seen = []
+    matmul = np.matmul
+
+    def spy(*args, **kwargs):
+        seen.append(_threads.blas_threads())
+        return matmul(*args, **kwargs)
+
+    monkeypatch.setattr(np, "matmul", spy)
+    got = _blocked.matmul_unsplit(W, HHt)
+    assert seen in ([1], [None])  # None: no BLAS that threadpoolctl can see
+    np.testing.assert_array_equal(got, want)
+    out = np.empty((72, 72))
+    assert _blocked.matmul_unsplit(W.T, W, out=out) is out
+    np.testing.assert_array_equal(out, W.T @ W)
+    monkeypatch.setattr(np, "matmul", matmul)
+
+    def refuse():
+        raise AssertionError("threadpoolctl was asked for")
+
+    monkeypatch.setattr(_threads, "_blas_controller", refuse)
+    small = rng.random((30, 8))
+    np.testing.assert_array_equal(_blocked.matmul_unsplit(small.T, small), small.T @ small)

@@ -247,3 +247,36 @@ def test_sparsenmf_reuses_the_buffers(reuse_told):
         warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
         nmfsc.SparseNMF(n_components=4, sparseness_coefficients=0.6, max_iter=5).fit(X)
     assert told
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse", "scaled"])
+def test_w_t_v_is_written_into_one_buffer_for_every_h_step(kind, monkeypatch):
+    """The H step's W^T V goes into the same M x T array every step (its
+    pages touched once per run, not once per iteration), with the values
+    of a fresh product, for dense, sparse and scaled V."""
+    import scipy.sparse as sp
+
+    V = _data((20, 300))
+    if kind == "sparse":
+        V = sp.csr_matrix(np.where(V > 0.3, V, 0.0))
+    data = make_data(V, 2.0 if kind == "scaled" else float(V.max()))
+    outs = []
+    wtv = type(data).wtv
+
+    def spy(self, W, out=None):
+        result = wtv(self, W, out=out)
+        assert out is None or result is out
+        np.testing.assert_allclose(result, wtv(self, W), rtol=1e-14)
+        outs.append(out)
+        return result
+
+    monkeypatch.setattr(type(data), "wtv", spy)
+    steps = HoyerSteps(data, 4, None, 0.6)
+    rng = np.random.default_rng(0)
+    state = steps.initialize(rng.random((20, 4)), rng.random((4, 300)))
+    steps.start(state)
+    outs.clear()  # the start's objective may take a product of its own
+    for _ in range(4):
+        state = steps.step(state)[0]
+    assert len(outs) == 4 and outs[0] is not None
+    assert all(out is outs[0] for out in outs)

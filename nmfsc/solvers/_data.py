@@ -159,8 +159,9 @@ class DenseData:
             self._WH = np.empty_like(self.V)
         return self._WH
 
-    def wtv(self, W):
-        return _blocked.matmul_columns(W.T, self.V)
+    def wtv(self, W, out=None):
+        """W^T V, written into ``out`` (M x T, C-contiguous) if given."""
+        return _blocked.matmul_columns(W.T, self.V, out=out)
 
     def vht(self, H):
         return _blocked.matmul_summed(self.V, H.T)
@@ -234,9 +235,11 @@ class ScaledData:
                 self.blocked = True
 
     # --- the Euclidean products ---------------------------------------------
-    def wtv(self, W):
+    def wtv(self, W, out=None):
+        """W^T V, written into ``out`` (M x T, C-contiguous) if given."""
         M, T = W.shape[1], self.shape[1]
-        out = np.empty((M, T), dtype=np.result_type(W.dtype, self.dtype))
+        if out is None:
+            out = np.empty((M, T), dtype=np.result_type(W.dtype, self.dtype))
         if self.blocked:
             out[...] = 0.0
             for rows, block in _row_blocks(self.raw, self.scale, out.dtype):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nmfsc._blocked import gram_rows, in_groups
+from nmfsc._blocked import gram_rows, in_groups, matmul_unsplit
 from nmfsc._kernels import updates as _k
 from nmfsc.solvers._data import EXACT_BELOW, inner
 from nmfsc.solvers._loop import Steps
@@ -58,7 +58,7 @@ class ColumnGram:
             columns = np.ascontiguousarray(X.T) if columns is None else columns
             gram = gram_rows(columns)
         else:
-            gram = X.T @ X
+            gram = matmul_unsplit(X.T, X)
         self._last = (X, gram)
         return gram
 
@@ -83,7 +83,7 @@ def expanded_objective(vv, A, X, G, columns, quad=None):
     a meaningful objective.
     """
     if quad is None:
-        quad = X.T @ X if columns else gram_rows(X)
+        quad = matmul_unsplit(X.T, X) if columns else gram_rows(X)
     return 0.5 * (vv - 2.0 * inner(A, X) + inner(G, quad))
 
 
@@ -127,11 +127,11 @@ def multiplicative_w_update(data, W, H, HHt, eps):
     for rows, VHt in data.vht_blocks(H):
         block = W[rows]
         if rows == slice(None):
-            W_new = out = block @ HHt  # the denominator, overwritten by the update
+            W_new = out = matmul_unsplit(block, HHt)  # the denominator, overwritten by the update
         else:  # written straight into its rows of W' (no block-sized temporary)
             if W_new is None:
                 W_new = np.empty_like(W)
-            out = np.matmul(block, HHt, out=W_new[rows])
+            out = matmul_unsplit(block, HHt, out=W_new[rows])
         unused = np.empty(out.shape[0])
         _k.multiplicative_update_into(block, VHt, out, eps, out, unused)
         cross += inner(VHt, out)

@@ -215,6 +215,13 @@ class _Projector:
         return projected
 
 
+def _reused(buffer, shape, dtype):
+    """``buffer`` if it has this shape and dtype, else a new (empty) array."""
+    if buffer is not None and buffer.shape == shape and buffer.dtype == dtype:
+        return buffer
+    return np.empty(shape, dtype=dtype)
+
+
 def support_sizes(X):
     """The non-zero entries of each row of a projected factor (H, or C = W^T),
     as int64: the guide for the projection of a trial stepped from it
@@ -262,6 +269,7 @@ class HoyerSteps(SquaredErrorSteps):
         self.w_gram = ColumnGram(from_columns=sparseness_w is not None)
         self.h_gram = RowGram()  # H H^T of the H the last H step accepted
         self._gradient = None  # dH's buffer (M x T), reused by every H step
+        self._wtv = None  # W^T V's buffer (M x T), reused by every H step
 
     # --- start ------------------------------------------------------------
     def initialize(self, W, H):
@@ -347,13 +355,15 @@ class HoyerSteps(SquaredErrorSteps):
         """The projected gradient H step. Returns the new H (None if no step
         size gives descent), the new step size, E(W, H) by the expansion, and
         H H^T of the new H (which the W step needs too)."""
-        WtV = self.data.wtv(W)
+        # W^T V and dH live only in this step: their buffers are the same
+        # every step, so that no M x T array is allocated (and its pages
+        # zero-filled by the kernel on first touch) anew.
+        dtype = np.result_type(W.dtype, self.data.dtype, H.dtype)
+        self._wtv = _reused(self._wtv, H.shape, dtype)
+        self._gradient = _reused(self._gradient, H.shape, dtype)
+        WtV = self.data.wtv(W, out=self._wtv)
         WtW = self.w_gram(W)
         before = expanded_objective(self.vv, WtV, H, WtW, False, self.h_gram(H))
-        if self._gradient is None or self._gradient.shape != H.shape:
-            self._gradient = np.empty(H.shape, dtype=np.result_type(WtW.dtype, H.dtype))
-        # dH lives only in this step: its buffer is the same every step, so
-        # that no M x T array is allocated (and zero-filled by the kernel) anew.
         dH = matmul_columns(WtW, H, out=self._gradient, minus=WtV)
         H_new, mu, energy, quad = self._line_search(self.proj_h, H, dH, mu, before, WtV, WtW)
         if H_new is not None:
