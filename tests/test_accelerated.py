@@ -291,3 +291,46 @@ def test_the_estimator_takes_the_accelerated_solver(V):
     assert codes.shape == (V.shape[1], M)
     np.testing.assert_allclose(sparseness(model.components_, axis=1), 0.6, atol=CONSTRAINT_ATOL)
     assert model.n_iter_ >= 1
+
+
+@pytest.mark.parametrize(
+    "rule", [rowblocks.RULE_NONNEG, rowblocks.RULE_UNIT, rowblocks.RULE_SCALED]
+)
+@pytest.mark.parametrize("M", [9, 20, 24])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_overlapped_sweeps_give_one_threads_bits(monkeypatch, rule, M, dtype):
+    """On several threads each block's sweep runs beside the update of R by
+    the block before it (``accelerated._Rows.sweep_overlapped``, two buffers
+    of changes); the result is bit for bit one thread's, whatever the
+    threads, and the rows of R are brought up to date in any pieces
+    (``rowblocks.update_r_rows``)."""
+    from nmfsc._blocked import PARALLEL_ENTRIES
+
+    rng = np.random.default_rng(8)
+    n = PARALLEL_ENTRIES // M + 3000  # over the threshold: the overlapped path
+    B = np.abs(rng.standard_normal((40, M)))
+    G, A = B.T @ B, B.T @ np.abs(rng.standard_normal((40, n)))
+    l1 = l1_for_sparseness(0.7, n)
+    X = np.vstack([project(np.abs(rng.standard_normal(n)), l1, 1.0) for _ in range(M)])
+    X = X.astype(dtype)
+    results = []
+    for count in (1, 2, 3, 5):
+        monkeypatch.setattr(accelerated, "threads", lambda count=count: count)
+        results.append(sweep(X, G, A, rule, l1, sweeps=3))
+    for got in results[1:]:
+        np.testing.assert_array_equal(got, results[0])
+    assert not np.array_equal(results[0], X)
+
+
+def test_update_r_rows_is_update_r_on_those_rows():
+    rng = np.random.default_rng(9)
+    M, n, start, stop = 13, 500, 0, 8
+    G = rng.standard_normal((M, M))
+    D = rng.standard_normal((rowblocks.BLOCK, n))
+    R = rng.standard_normal((M, n))
+    whole = R.copy()
+    rowblocks.update_r(whole, G, D, start, stop, 0, n)
+    parts = R.copy()
+    for r0, r1, lo, hi in [(8, 13, 0, n), (0, 8, 250, n), (0, 8, 0, 250)]:
+        rowblocks.update_r_rows(parts, G, D, start, stop, r0, r1, lo, hi)
+    np.testing.assert_array_equal(parts, whole)

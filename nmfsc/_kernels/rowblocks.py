@@ -171,11 +171,19 @@ def update_r(R, G, D, start, stop, lo, hi):
     ``start..stop-1`` of a sweep (:func:`sweep_block`): every row of R, the
     block's changes at once, each entry by the same expression whatever
     the columns' range (so ranges may run on separate threads)."""
-    M = R.shape[0]
+    update_r_rows(R, G, D, start, stop, 0, R.shape[0], lo, hi)
+
+
+@njit(cache=True, nogil=True)
+def update_r_rows(R, G, D, start, stop, r0, r1, lo, hi):
+    """:func:`update_r` on the rows ``r0..r1-1`` of R alone: each entry by
+    the same expression, so that rows and columns may be brought up to date
+    in any pieces, on any threads, in any order (each entry once per
+    block, the blocks in order)."""
     c = np.zeros(BLOCK)
     D0, D1, D2, D3 = D[0], D[1], D[2], D[3]
     D4, D5, D6, D7 = D[4], D[5], D[6], D[7]
-    for r in range(M):
+    for r in range(r0, r1):
         for j in range(BLOCK):
             c[j] = np.float64(G[r, start + j]) if start + j < stop else 0.0
         c0, c1, c2, c3, c4, c5, c6, c7 = c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]

@@ -55,11 +55,14 @@ small, as nmf_sc does).
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
-from nmfsc._blocked import gram_rows, in_groups, matmul_columns
+from nmfsc._blocked import PARALLEL_ENTRIES, gram_rows, in_groups, matmul_columns
 from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import rowblocks as _rb
+from nmfsc._threads import run_groups, split, threads
 from nmfsc.solvers._objective import expanded_objective
 from nmfsc.solvers.hoyer import HoyerSteps
 
@@ -90,26 +93,113 @@ def sweep(X, G, A, rule, l1=1.0, sweeps=1, delta=0.0):
     A = np.ascontiguousarray(A)
     # R = G X in float64 whatever X's dtype (the kernel's b_k are float64).
     R = matmul_columns(np.asarray(G, dtype=np.float64), np.asarray(X, dtype=np.float64))
-    b, new = np.empty(n), np.empty(n)
-    D = np.empty((_rb.BLOCK, n))
-    max_passes = _proj.max_filter_passes(n)
+    rows = _Rows(X, R, G, A, rule, float(l1), _proj.max_filter_passes(n))
+    blocks = [(start, min(M, start + _rb.BLOCK)) for start in range(0, M, _rb.BLOCK)]
+    workers = threads() if M * n >= PARALLEL_ENTRIES and len(blocks) > 1 else 1
     first = None
     for _ in range(sweeps):
-        decrease = 0.0
-        for start in range(0, M, _rb.BLOCK):
-            stop = min(M, start + _rb.BLOCK)
-            decrease, _unchanged = _rb.sweep_block(
-                X, R, G, A, rule, float(l1), max_passes, b, new, D, start, stop, decrease
-            )
-
-            def update(lo, hi, start=start, stop=stop):
-                _rb.update_r(R, G, D, start, stop, lo, hi)
-
-            in_groups(n, M * n, update)  # R's columns in groups (each alone)
+        if workers == 1:
+            decrease = rows.sweep(blocks)
+        else:
+            decrease = rows.sweep_overlapped(blocks, workers)
         first = decrease if first is None else first
         if not decrease > delta * first:
             break
     return X
+
+
+class _Rows:
+    """One factor's sweeps (:func:`sweep`): X, R = G X, the rule, and scratch.
+
+    After a block of rows (``rowblocks.sweep_block``, sequential), every row
+    of R takes the block's changes D (``rowblocks.update_r``). On several
+    threads the update is split in two: first the rows of the next block
+    (all that its sweep reads), then, at the same time, the next block's
+    sweep on this thread and the other rows of R on all threads, by pieces
+    of columns taken in turn (this thread joins when its sweep is done).
+    Two buffers of changes alternate, the one being read and the one being
+    written. Every entry of R takes the same expression for each block, the
+    blocks in order, so the bits are those of one thread."""
+
+    def __init__(self, X, R, G, A, rule, l1, max_passes):
+        self.X, self.R, self.G, self.A = X, R, G, A
+        self.rule, self.l1, self.max_passes = rule, l1, max_passes
+        n = X.shape[1]
+        self.b, self.new = np.empty(n), np.empty(n)
+        self.D = np.empty((2, _rb.BLOCK, n))
+
+    def _block(self, start, stop, slot, decrease):
+        """The block's rows (``rowblocks.sweep_block``), their changes into
+        ``D[slot]``; the sweep's decrease so far."""
+        decrease, _unchanged = _rb.sweep_block(
+            self.X,
+            self.R,
+            self.G,
+            self.A,
+            self.rule,
+            self.l1,
+            self.max_passes,
+            self.b,
+            self.new,
+            self.D[slot],
+            start,
+            stop,
+            decrease,
+        )
+        return decrease
+
+    def sweep(self, blocks):
+        """One sweep, each block's update of R over column groups; its decrease of f."""
+        M, n = self.R.shape
+        decrease = 0.0
+        for start, stop in blocks:
+            decrease = self._block(start, stop, 0, decrease)
+
+            def update(lo, hi, start=start, stop=stop):
+                _rb.update_r(self.R, self.G, self.D[0], start, stop, lo, hi)
+
+            in_groups(n, M * n, update)  # R's columns in groups (each alone)
+        return decrease
+
+    def sweep_overlapped(self, blocks, workers):
+        """:meth:`sweep` with each block's sweep beside the update of R by
+        the block before it (class docstring); the same bits."""
+        M, n = self.R.shape
+        R, G = self.R, self.G
+        columns = split(n, min(8 * workers, max(1, n // 1024)))
+        start, stop = blocks[0]
+        decrease = self._block(start, stop, 0, 0.0)
+        for index, (start, stop) in enumerate(blocks[:-1]):
+            changes = self.D[index % 2]
+            after, end = blocks[index + 1]
+            _rb.update_r_rows(R, G, changes, start, stop, after, end, 0, n)
+            pieces = [
+                (r0, r1, lo, hi)
+                for r0, r1 in ((0, after), (end, M))
+                if r1 > r0
+                for lo, hi in columns
+            ]
+            taken = itertools.count()  # its next() is atomic: each piece once
+
+            def update(pieces=pieces, taken=taken, changes=changes, start=start, stop=stop):
+                while (piece := next(taken)) < len(pieces):
+                    r0, r1, lo, hi = pieces[piece]
+                    _rb.update_r_rows(R, G, changes, start, stop, r0, r1, lo, hi)
+
+            def sweep_then_update(after=after, end=end, slot=(index + 1) % 2, prior=decrease):
+                value = self._block(after, end, slot, prior)
+                update()
+                return value
+
+            decrease = run_groups([sweep_then_update] + [update] * (workers - 1))[0]
+        start, stop = blocks[-1]
+        changes = self.D[(len(blocks) - 1) % 2]
+
+        def last(lo, hi):
+            _rb.update_r(R, G, changes, start, stop, lo, hi)
+
+        in_groups(n, M * n, last)
+        return decrease
 
 
 class AcceleratedSteps(HoyerSteps):
