@@ -26,6 +26,7 @@ from nmfsc.gpu_backend.run import run_on_device
 from nmfsc.gpu_backend.sweeps import sweep_rows
 from nmfsc.solvers import dispatch, registry
 from nmfsc.solvers.accelerated import AcceleratedSteps, sweep
+from nmfsc.solvers.coefficients import CoefficientSteps, fit_coefficients
 from nmfsc.solvers.framework import LoopSettings
 from nmfsc.solvers.hoyer import HoyerSteps
 from nmfsc.solvers.standard import EuclideanSteps
@@ -483,3 +484,44 @@ def test_cupy_rows_take_the_fused_kernels(dtype):
         want = project(X[r].astype(np.float64), l1[r], l2[r])
         np.testing.assert_allclose(S[r].get(), want, rtol=1e-9, atol=1e-12)
         assert np.array_equal(S[r].get() != 0, want != 0)
+
+
+# --- fit_coefficients (SparseNMF.transform's solve) ----------------------------
+
+
+@pytest.fixture(scope="module")
+def basis(V):
+    """A basis fitted on V (40 x 5, in V's units), for fit_coefficients."""
+    with pytest.warns(ConvergenceWarning):
+        return nmf_sc(V, 5, sparseness_w=0.6, max_iter=20, random_state=0).W
+
+
+@pytest.mark.parametrize("s_h", [None, 0.7])
+def test_device_coefficient_steps_have_the_cpu_history(V, basis, s_h):
+    """fit_coefficients's H step alone (W fixed) on the device, NumPy standing
+    in for CuPy: the CPU's objective history over 50 iterations, with and
+    without sparseness_h, and the CPU's coefficients."""
+    data = V[:, :120]
+    # Without s_h, fit_coefficients runs with W at the data's scale (its
+    # _basis_ratio) and scales H back; the device run is given that W.
+    ratio = 1.0 if s_h is not None else float(data.max() / basis.max())
+    params = {"sparseness_h": s_h, "fixed_W": True}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        cpu = fit_coefficients(data, basis, sparseness_h=s_h, max_iter=50, tol=0, random_state=1)
+        dev = on_device(
+            CoefficientSteps,
+            data,
+            5,
+            params,
+            "fit_coefficients",
+            W_init=basis * ratio,
+            max_iter=50,
+            tol=0,
+            random_state=1,
+        )
+    assert dev.n_iter == cpu.n_iter == 50
+    assert relative_gap(dev.objective, cpu.objective) < HISTORY_RTOL
+    np.testing.assert_allclose(dev.H * ratio, cpu.H, rtol=1e-8, atol=1e-10 * np.abs(cpu.H).max())
+    if s_h is not None:
+        np.testing.assert_allclose(dev.sparseness_H, s_h, rtol=1e-9)
