@@ -368,11 +368,11 @@ def test_passes_and_sort_find_the_same_thresholds():
         np.testing.assert_allclose(by_passes, by_sort, rtol=1e-10, atol=1e-13)
 
 
-def test_public_solvers_reach_the_backend_through_the_seam(V, monkeypatch):
-    """nmf_sc (both solvers) and nmf_euclidean hand data the GPU backend
-    accepts to it (here NumPy data, made acceptable): same history, the
-    warning at the caller; a mask refused there, and a variant whose row
-    does not name the backend refused with the variant that runs there."""
+def route_to_device(monkeypatch, accepts):
+    """From now on the GPU backend takes what ``accepts`` says (NumPy arrays
+    taken for CuPy ones), so that the public solvers, fit_coefficients and
+    SparseNMF take their GPU paths: the device code, on the CPU. Returns
+    the list of the shapes of the V of each DeviceRun that follows."""
     from nmfsc.gpu_backend import solve_on_gpu
     from nmfsc.gpu_backend.run import DeviceRun
 
@@ -384,10 +384,17 @@ def test_public_solvers_reach_the_backend_through_the_seam(V, monkeypatch):
         open_data(run, data)
 
     monkeypatch.setattr(DeviceRun, "open_data", counted)
-    gpu = dispatch.Backend(
-        registry.GPU, lambda data: data is V, solve_on_gpu, array_name="CuPy (GPU) array"
-    )
+    gpu = dispatch.Backend(registry.GPU, accepts, solve_on_gpu, array_name="CuPy (GPU) array")
     monkeypatch.setattr(dispatch, "backend_for", lambda data: gpu if gpu.accepts(data) else None)
+    return calls
+
+
+def test_public_solvers_reach_the_backend_through_the_seam(V, monkeypatch):
+    """nmf_sc (both solvers) and nmf_euclidean hand data the GPU backend
+    accepts to it (here NumPy data, made acceptable): same history, the
+    warning at the caller; a mask refused there, and a variant whose row
+    does not name the backend refused with the variant that runs there."""
+    calls = route_to_device(monkeypatch, lambda data: data is V)
     with pytest.warns(ConvergenceWarning) as caught:
         routed = nmf_sc(V, 3, sparseness_h=0.7, max_iter=10, random_state=0)
     assert caught[0].filename == __file__
@@ -527,36 +534,8 @@ def test_device_coefficient_steps_have_the_cpu_history(V, basis, s_h):
         np.testing.assert_allclose(dev.sparseness_H, s_h, rtol=1e-9)
 
 
-@pytest.fixture
-def route(monkeypatch):
-    """``route()`` takes every NumPy array for a CuPy one from then on: the GPU
-    backend accepts it, so that SparseNMF, nmf_sc and fit_coefficients take
-    their GPU paths (the device code on the CPU). It returns the list of
-    the shapes of the V of each DeviceRun that follows."""
-    from nmfsc.gpu_backend import solve_on_gpu
-    from nmfsc.gpu_backend.run import DeviceRun
-
-    def routed():
-        calls = []
-        open_data = DeviceRun.open_data
-
-        def counted(run, data):
-            calls.append(data.shape)
-            open_data(run, data)
-
-        monkeypatch.setattr(DeviceRun, "open_data", counted)
-        gpu = dispatch.Backend(
-            registry.GPU,
-            lambda data: isinstance(data, np.ndarray),
-            solve_on_gpu,
-            array_name="CuPy (GPU) array",
-        )
-        monkeypatch.setattr(
-            dispatch, "backend_for", lambda data: gpu if gpu.accepts(data) else None
-        )
-        return calls
-
-    return routed
+def is_ndarray(data):
+    return isinstance(data, np.ndarray)
 
 
 ESTIMATORS = [
@@ -579,12 +558,12 @@ def fitted(X, X_new, **params):
 
 
 @pytest.mark.parametrize("params", ESTIMATORS)
-def test_sparse_nmf_gpu_path_gives_the_cpu_results(route, params):
+def test_sparse_nmf_gpu_path_gives_the_cpu_results(monkeypatch, params):
     """SparseNMF's GPU path (check, fit, transform, score on the device; here
     NumPy arrays taken for CuPy ones) gives the CPU estimator's results."""
     X, X_new = estimator_data()
     cpu, Z_cpu, T_cpu, score_cpu = fitted(X, X_new, **params)
-    routed = route()
+    routed = route_to_device(monkeypatch, is_ndarray)
     dev, Z_dev, T_dev, score_dev = fitted(X, X_new, **params)
     # fit, transform and score each ran on the device, on X.T (V is N x T)
     assert routed == [X.T.shape, X_new.T.shape, X_new.T.shape]
@@ -598,10 +577,10 @@ def test_sparse_nmf_gpu_path_gives_the_cpu_results(route, params):
     np.testing.assert_allclose(dev.inverse_transform(T_dev), T_dev @ dev.components_)
 
 
-def test_sparse_nmf_gpu_path_checks_x_on_the_device(route):
+def test_sparse_nmf_gpu_path_checks_x_on_the_device(monkeypatch):
     """Bad X on the GPU path: scikit-learn's one-line messages, and the GPU's
     limits (missing values) named with what to do."""
-    routed = route()
+    routed = route_to_device(monkeypatch, is_ndarray)
     X, _ = estimator_data()
     model = SparseNMF(3, random_state=0, tol=1e-3, max_iter=200)
     for bad, error, match in (
@@ -683,3 +662,25 @@ def test_sparse_nmf_on_cupy_arrays_float32_custom_start_and_errors():
         SparseNMF(3).fit(-X_gpu)
     with pytest.raises(ValueError, match="init='nndsvd' is not computed on a GPU"):
         SparseNMF(3, init="nndsvd").fit(X_gpu)
+
+
+@needs_gpu
+def test_cupy_starts_and_fit_coefficients_on_cupy_arrays(V, basis):
+    """nmf_sc takes W_init and H_init as CuPy arrays, and fit_coefficients a
+    CuPy V and W: CuPy out, the CPU's histories."""
+    rng = np.random.default_rng(2)
+    W0, H0 = np.abs(rng.standard_normal((40, 4))), np.abs(rng.standard_normal((4, 300)))
+    keywords = {"sparseness_h": 0.7, "max_iter": 30, "tol": 0, "init": "custom"}
+    V_gpu = CUPY.asarray(V)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        cpu = nmf_sc(V, 4, W_init=W0, H_init=H0, **keywords)
+        gpu = nmf_sc(V_gpu, 4, W_init=CUPY.asarray(W0), H_init=CUPY.asarray(H0), **keywords)
+        assert is_cupy_array(gpu.W)
+        assert relative_gap(gpu.objective, cpu.objective) < HISTORY_RTOL
+        for s_h in (None, 0.7):
+            loop = {"sparseness_h": s_h, "max_iter": 30, "tol": 0, "random_state": 1}
+            cpu = fit_coefficients(V, basis, **loop)
+            gpu = fit_coefficients(V_gpu, CUPY.asarray(basis), **loop)
+            assert is_cupy_array(gpu.H)
+            assert relative_gap(gpu.objective, cpu.objective) < HISTORY_RTOL
