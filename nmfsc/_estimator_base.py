@@ -6,8 +6,9 @@ scikit-learn is optional. With it, the bases are scikit-learn's own
 :func:`check_input` is scikit-learn's ``validate_data``. Without it, small
 stand-ins give the same public methods (``get_params`` / ``set_params``,
 ``fit_transform``, ``get_feature_names_out``) and the input is checked by
-nmfsc's own validation. :class:`InitialObjectiveStop` is scikit-learn's
-stopping test, given to the solvers as their ``callback``.
+nmfsc's own validation. A CuPy array (:func:`on_gpu`) is checked on its GPU
+instead, with scikit-learn's messages. :class:`InitialObjectiveStop` is
+scikit-learn's stopping test, given to the solvers as their ``callback``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ import numpy as np
 
 from nmfsc._validation import as_float_array, check_data, reject_masked
 from nmfsc.dask_backend import is_dask_array
+from nmfsc.gpu_backend.arrays import namespace
+from nmfsc.solvers import dispatch
 from nmfsc.solvers.framework import NMFResult
+from nmfsc.solvers.registry import GPU
 
 __all__ = [
     "HAVE_SKLEARN",
@@ -30,6 +34,7 @@ __all__ = [
     "TransformerMixin",
     "check_fitted",
     "check_input",
+    "on_gpu",
 ]
 
 try:  # scikit-learn is optional
@@ -94,6 +99,14 @@ def check_fitted(estimator: Any, attribute: str) -> None:
         )
 
 
+def on_gpu(X: Any) -> bool:
+    """Whether X is an array the GPU backend takes (a CuPy array, recognised
+    without importing CuPy): :class:`nmfsc.SparseNMF` checks, fits and
+    transforms it on its GPU."""
+    backend = dispatch.backend_for(X)
+    return backend is not None and backend.name == GPU
+
+
 def _is_text(X: Any) -> bool:
     """Whether X is a string or an array of strings (not sparse, not objects)."""
     if isinstance(X, (str, bytes)):
@@ -110,10 +123,13 @@ def check_input(estimator: Any, X: Any, *, reset: bool, allow_nan: bool = False)
     ``reset=True`` (fit) records ``n_features_in_`` (and, with scikit-learn,
     ``feature_names_in_``); ``reset=False`` checks X against them.
     ``allow_nan``: NaN entries pass (missing values; the caller checks the rest).
+    A CuPy array is checked on its GPU and stays there (:func:`on_gpu`).
     """
     name = type(estimator).__name__
     if is_dask_array(X):
         return _check_dask_input(estimator, X, reset=reset)
+    if on_gpu(X):
+        return _check_gpu_input(estimator, X, reset=reset, allow_nan=allow_nan)
     reject_masked(X, "X")  # scikit-learn's validate_data would drop the mask silently
     if _is_text(X):  # numpy's own "could not convert string to float" names nothing
         raise TypeError(
@@ -166,6 +182,54 @@ def _check_dask_input(estimator: Any, X: Any, *, reset: bool) -> Any:
     estimator.n_features_in_ = X.shape[1]
     if hasattr(estimator, "feature_names_in_"):  # a Dask array has no column names
         del estimator.feature_names_in_
+    return X
+
+
+def _check_gpu_input(estimator: Any, X: Any, *, reset: bool, allow_nan: bool) -> Any:
+    """A CuPy array X checked on its GPU as :func:`check_input` checks X on the
+    host, with scikit-learn's messages (2-D, non-empty, real, finite,
+    non-negative, n_features_in_); float32 and float64 kept, other dtypes
+    made float64 there. Nothing of X is copied to the host but counts."""
+    name = type(estimator).__name__
+    if allow_nan:
+        raise TypeError(
+            f"{name}(missing_values=np.nan) does not run on a GPU: pass cupy.asnumpy(X) to "
+            "fit on the CPU, or fill the missing entries and set missing_values=None"
+        )
+    if X.ndim != 2:
+        raise ValueError(
+            f"Expected 2D array, got {X.ndim}D array instead: {name} takes X of shape "
+            "(n_samples, n_features)"
+        )
+    if X.dtype.kind not in "fiub":
+        raise TypeError(f"{name}: X must be a real numeric array, got dtype {X.dtype}")
+    for axis, what in ((0, "sample"), (1, "feature")):
+        if X.shape[axis] == 0:
+            raise ValueError(
+                f"Found array with 0 {what}(s) (shape={X.shape}) while a minimum of 1 is "
+                f"required by {name}."
+            )
+    xp = namespace(X)
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(xp.float64)
+    bad = int(xp.count_nonzero(~xp.isfinite(X)))
+    if bad:
+        raise ValueError(
+            f"Input X contains NaN or infinity ({bad} entries); {name} takes missing "
+            "values on the CPU only: pass cupy.asnumpy(X) with missing_values=np.nan, or "
+            "fill them"
+        )
+    if float(X.min()) < 0:
+        raise ValueError(f"Negative values in data passed to {name} (input X)")
+    if reset:
+        estimator.n_features_in_ = X.shape[1]
+        if hasattr(estimator, "feature_names_in_"):  # a CuPy array has no column names
+            del estimator.feature_names_in_
+    elif X.shape[1] != estimator.n_features_in_:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but {name} is expecting "
+            f"{estimator.n_features_in_} features as input."
+        )
     return X
 
 

@@ -6,8 +6,9 @@ search, ``set_output``, ``get_feature_names_out``) and passes scikit-learn's
 ``check_estimator``; without it, the same methods work on NumPy and SciPy input.
 Either way the factorization is the one :func:`nmfsc.nmf_sc` computes: ``fit``
 calls it on ``X.T``, and ``transform`` calls
-:func:`nmfsc.solvers.coefficients.fit_coefficients`. This module validates the
-estimator's parameters and maps them onto those two calls; it holds no solver.
+:func:`nmfsc.solvers.coefficients.fit_coefficients`; both run on the GPU
+backend for a CuPy X. This module validates the estimator's parameters and
+maps them onto those two calls; it holds no solver.
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ from nmfsc._estimator_base import (
     TransformerMixin,
     check_fitted,
     check_input,
+    on_gpu,
 )
 from nmfsc._missing_values import check_missing_values, observed_entries
 from nmfsc._validation import as_float_array, check_optional_sparseness, check_positive_int
 from nmfsc.dask_backend import dask_frobenius_norm, is_dask_array
+from nmfsc.gpu_backend.arrays import device_frobenius_norm, namespace, to_host
 from nmfsc.solvers.coefficients import fit_coefficients
 from nmfsc.solvers.framework import NMFResult, frobenius_norm
 from nmfsc.solvers.hoyer import nmf_sc
@@ -116,8 +119,9 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     Attributes
     ----------
-    components_ : ndarray, shape (n_components, n_features)
-        The basis vectors, ``result_.W.T``, in the units of X.
+    components_ : ndarray or cupy.ndarray, shape (n_components, n_features)
+        The basis vectors, ``result_.W.T``, in the units of X; a CuPy array
+        when X was one.
     n_components_ : int
         The number of components.
     n_iter_ : int
@@ -159,6 +163,17 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     :meth:`score` is minus the reconstruction error of ``transform``, so that
     ``GridSearchCV(SparseNMF(...), {"sparseness_components": [...]})`` selects
     by reconstruction without a scorer.
+
+    A CuPy array X (dense, 2-D) is checked, fitted and transformed on its
+    GPU, by the GPU backend (:mod:`nmfsc.gpu_backend`): ``fit`` is
+    ``nmf_sc(X.T, ...)`` there and ``transform`` its H step there, with the
+    CPU's iterates up to rounding. ``components_`` and the coefficients
+    are then CuPy arrays, ``reconstruction_err_`` and :meth:`score` Python
+    floats computed on the GPU; X is never copied to the host. A model
+    fitted on the host transforms CuPy data on the GPU, while one fitted on
+    a GPU needs CuPy data. ``missing_values`` and the NNDSVD starts do not
+    run there (a one-line error says what to do); ``init="custom"`` takes
+    ``W`` and ``H`` as NumPy or CuPy arrays.
 
     Examples
     --------
@@ -265,8 +280,9 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             return {}
         if W is None or H is None:
             raise ValueError("init='custom' needs both W and H: fit(X, W=..., H=...)")
-        W_arr = as_float_array(W, "W", ndim=2)
-        H_arr = as_float_array(H, "H", ndim=2)
+        # CuPy starts are checked on the host (M-sized; nmf_sc copies them back)
+        W_arr = as_float_array(to_host(W) if on_gpu(W) else W, "W", ndim=2)
+        H_arr = as_float_array(to_host(H) if on_gpu(H) else H, "H", ndim=2)
         M = self._n_components_for(X)
         for name, arr, shape in (("W", W_arr, (X.shape[0], M)), ("H", H_arr, (M, X.shape[1]))):
             if arr.shape != shape:
@@ -279,6 +295,11 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     def _checked(self, X: Any, reset: bool) -> tuple[Any, Any]:
         """X checked, with zeros where missing, and the mask of its observed
         entries (None when none is missing)."""
+        if not reset and on_gpu(self.components_) and not on_gpu(X):
+            raise TypeError(
+                f"{type(self).__name__} was fitted on a GPU (components_ is a CuPy array) "
+                "and X is not a CuPy array: pass cupy.asarray(X), or fit on host data"
+            )
         if not check_missing_values(self.missing_values):
             return check_input(self, X, reset=reset), None
         X = check_input(self, X, reset=reset, allow_nan=True)
@@ -298,12 +319,14 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
         Parameters
         ----------
-        X : array-like, scipy.sparse CSR / CSC or dask.array, shape (n_samples, n_features)
+        X : array-like, scipy.sparse CSR / CSC, dask or CuPy array, shape (n_samples, n_features)
             Non-negative data. A Dask array (chunked along its samples only)
             is fitted by the Dask backend on ``X.T`` without gathering X
             (``solver="hoyer"``; see the distributed page of the docs); the
             coefficients are then a Dask array chunked as X, and
-            ``transform`` / ``score`` need X in memory.
+            ``transform`` / ``score`` need X in memory. A CuPy array is
+            fitted on its GPU (class Notes); the coefficients are then a
+            CuPy array.
         y : ignored
         W : array-like, shape (n_samples, n_components), optional
             With ``init="custom"``, the start of the coefficients (nmf_sc's
@@ -359,9 +382,10 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         the solver's result (None for all-zero X, whose coefficients are zero)."""
         s_h = check_optional_sparseness(self.sparseness_coefficients, "sparseness_coefficients")
         self._check_coefficient_samples(X, s_h)
+        xp = namespace(X)  # numpy, or cupy for X on a GPU
         values = X.data if hasattr(X, "nnz") else X
-        if not np.any(values > 0):  # all zeros: the coefficients are zero
-            return np.zeros((X.shape[0], self.n_components_), dtype=X.dtype), None
+        if not bool(xp.any(values > 0)):  # all zeros: the coefficients are zero
+            return xp.zeros((X.shape[0], self.n_components_), dtype=X.dtype), None
         stop = InitialObjectiveStop(self.tol, self.window)
         result = fit_coefficients(
             X.T,
@@ -376,7 +400,8 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """Coefficients of X for the fitted ``components_``, shape (n_samples, n_components).
 
         nmf_sc's H step with the basis fixed, run to the stopping rule (see the
-        class Notes for what ``sparseness_coefficients`` means here).
+        class Notes for what ``sparseness_coefficients`` means here); on its
+        GPU for a CuPy X, which gives a CuPy array.
         """
         check_fitted(self, "components_")
         return self._coefficients(*self._checked(X, reset=False))[0]
@@ -385,8 +410,11 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """Data from coefficients: ``X @ components_``, shape (n_samples, n_features).
 
         float32 coefficients give float32 data (with float32 ``components_``).
+        CuPy coefficients give CuPy data, computed on their GPU.
         """
         check_fitted(self, "components_")
+        if on_gpu(X) or on_gpu(self.components_):
+            return self._inverse_transform_on_gpu(X)
         X_arr = as_float_array(X, "X", ndim=2)
         if X_arr.shape[1] != self.n_components_:
             raise ValueError(
@@ -397,6 +425,32 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             X_arr = X_arr.astype(np.float32)
         return X_arr @ self.components_
 
+    def _inverse_transform_on_gpu(self, X: Any) -> Any:
+        """inverse_transform of a CuPy X, on its GPU (``components_`` copied
+        there if fitted on the host), with the host path's checks."""
+        name = type(self).__name__
+        if not on_gpu(X):
+            raise TypeError(
+                f"{name} was fitted on a GPU (components_ is a CuPy array) and X is not a "
+                "CuPy array: pass cupy.asarray(X)"
+            )
+        xp = namespace(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D, got an array with ndim={X.ndim}")
+        if X.dtype.kind not in "fiub":
+            raise TypeError(f"X must be a real numeric array, got dtype {X.dtype}")
+        if X.shape[1] != self.n_components_:
+            raise ValueError(
+                f"X has {X.shape[1]} columns, but {name} has {self.n_components_} components"
+            )
+        if X.size == 0:
+            raise ValueError(f"X is empty (shape {X.shape}); it needs at least one entry")
+        if not bool(xp.isfinite(X).all()):
+            raise ValueError("X contains NaN or infinity")
+        if X.dtype != np.float32:  # float32 in, float32 out
+            X = X.astype(xp.float64, copy=False)
+        return X @ xp.asarray(self.components_)
+
     def score(self, X: ArrayLike, y: Any = None) -> float:
         r"""Minus the reconstruction error of X: :math:`-\lVert X - Z C \rVert_F`.
 
@@ -405,7 +459,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         can select parameters with it out of the box. It is the Frobenius
         norm, in the units of X, like ``reconstruction_err_`` (not averaged
         over samples: compare scores of data sets of equal size, as the
-        folds of a cross-validation are).
+        folds of a cross-validation are). For a CuPy X, computed on its GPU.
         """
         check_fitted(self, "components_")
         X, mask = self._checked(X, reset=False)
@@ -419,7 +473,14 @@ def _frobenius_error(X: Any, result: NMFResult | None) -> float:
     error is ``||X||_F``."""
     if result is None:
         scale = float(X.max())
-        return 0.0 if scale == 0.0 else frobenius_norm(X, scale)
+        return 0.0 if scale == 0.0 else _norm(X, scale)
     if is_dask_array(X):
         return float(result.relative_error * dask_frobenius_norm(X, result.scale))
-    return float(result.relative_error * frobenius_norm(X, result.scale))
+    return float(result.relative_error * _norm(X, result.scale))
+
+
+def _norm(X: Any, scale: float) -> float:
+    """``||X||_F`` from ``scale`` = max(X) > 0: on the GPU for a CuPy X."""
+    if on_gpu(X):
+        return device_frobenius_norm(namespace(X), X, scale)
+    return frobenius_norm(X, scale)

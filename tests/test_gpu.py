@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import nmfsc
-from nmfsc import ConvergenceWarning, l1_for_sparseness, nmf_euclidean, nmf_sc, project
+from nmfsc import ConvergenceWarning, SparseNMF, l1_for_sparseness, nmf_euclidean, nmf_sc, project
 from nmfsc._kernels import rowblocks
 from nmfsc.gpu_backend import is_cupy_array
 from nmfsc.gpu_backend.projection import project_batch_device, project_rows
@@ -26,6 +26,7 @@ from nmfsc.gpu_backend.run import run_on_device
 from nmfsc.gpu_backend.sweeps import sweep_rows
 from nmfsc.solvers import dispatch, registry
 from nmfsc.solvers.accelerated import AcceleratedSteps, sweep
+from nmfsc.solvers.coefficients import CoefficientSteps, fit_coefficients
 from nmfsc.solvers.framework import LoopSettings
 from nmfsc.solvers.hoyer import HoyerSteps
 from nmfsc.solvers.standard import EuclideanSteps
@@ -367,11 +368,11 @@ def test_passes_and_sort_find_the_same_thresholds():
         np.testing.assert_allclose(by_passes, by_sort, rtol=1e-10, atol=1e-13)
 
 
-def test_public_solvers_reach_the_backend_through_the_seam(V, monkeypatch):
-    """nmf_sc (both solvers) and nmf_euclidean hand data the GPU backend
-    accepts to it (here NumPy data, made acceptable): same history, the
-    warning at the caller; a mask refused there, and a variant whose row
-    does not name the backend refused with the variant that runs there."""
+def route_to_device(monkeypatch, accepts):
+    """From now on the GPU backend takes what ``accepts`` says (NumPy arrays
+    taken for CuPy ones), so that the public solvers, fit_coefficients and
+    SparseNMF take their GPU paths: the device code, on the CPU. Returns
+    the list of the shapes of the V of each DeviceRun that follows."""
     from nmfsc.gpu_backend import solve_on_gpu
     from nmfsc.gpu_backend.run import DeviceRun
 
@@ -383,10 +384,17 @@ def test_public_solvers_reach_the_backend_through_the_seam(V, monkeypatch):
         open_data(run, data)
 
     monkeypatch.setattr(DeviceRun, "open_data", counted)
-    gpu = dispatch.Backend(
-        registry.GPU, lambda data: data is V, solve_on_gpu, array_name="CuPy (GPU) array"
-    )
+    gpu = dispatch.Backend(registry.GPU, accepts, solve_on_gpu, array_name="CuPy (GPU) array")
     monkeypatch.setattr(dispatch, "backend_for", lambda data: gpu if gpu.accepts(data) else None)
+    return calls
+
+
+def test_public_solvers_reach_the_backend_through_the_seam(V, monkeypatch):
+    """nmf_sc (both solvers) and nmf_euclidean hand data the GPU backend
+    accepts to it (here NumPy data, made acceptable): same history, the
+    warning at the caller; a mask refused there, and a variant whose row
+    does not name the backend refused with the variant that runs there."""
+    calls = route_to_device(monkeypatch, lambda data: data is V)
     with pytest.warns(ConvergenceWarning) as caught:
         routed = nmf_sc(V, 3, sparseness_h=0.7, max_iter=10, random_state=0)
     assert caught[0].filename == __file__
@@ -483,3 +491,196 @@ def test_cupy_rows_take_the_fused_kernels(dtype):
         want = project(X[r].astype(np.float64), l1[r], l2[r])
         np.testing.assert_allclose(S[r].get(), want, rtol=1e-9, atol=1e-12)
         assert np.array_equal(S[r].get() != 0, want != 0)
+
+
+# --- SparseNMF and fit_coefficients (SparseNMF.transform's solve) --------------
+
+
+@pytest.fixture(scope="module")
+def basis(V):
+    """A basis fitted on V (40 x 5, in V's units), for fit_coefficients."""
+    with pytest.warns(ConvergenceWarning):
+        return nmf_sc(V, 5, sparseness_w=0.6, max_iter=20, random_state=0).W
+
+
+@pytest.mark.parametrize("s_h", [None, 0.7])
+def test_device_coefficient_steps_have_the_cpu_history(V, basis, s_h):
+    """fit_coefficients's H step alone (W fixed) on the device, NumPy standing
+    in for CuPy: the CPU's objective history over 50 iterations, with and
+    without sparseness_h, and the CPU's coefficients."""
+    data = V[:, :120]
+    # Without s_h, fit_coefficients runs with W at the data's scale (its
+    # _basis_ratio) and scales H back; the device run is given that W.
+    ratio = 1.0 if s_h is not None else float(data.max() / basis.max())
+    params = {"sparseness_h": s_h, "fixed_W": True}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        cpu = fit_coefficients(data, basis, sparseness_h=s_h, max_iter=50, tol=0, random_state=1)
+        dev = on_device(
+            CoefficientSteps,
+            data,
+            5,
+            params,
+            "fit_coefficients",
+            W_init=basis * ratio,
+            max_iter=50,
+            tol=0,
+            random_state=1,
+        )
+    assert dev.n_iter == cpu.n_iter == 50
+    assert relative_gap(dev.objective, cpu.objective) < HISTORY_RTOL
+    np.testing.assert_allclose(dev.H * ratio, cpu.H, rtol=1e-8, atol=1e-10 * np.abs(cpu.H).max())
+    if s_h is not None:
+        np.testing.assert_allclose(dev.sparseness_H, s_h, rtol=1e-9)
+
+
+def is_ndarray(data):
+    return isinstance(data, np.ndarray)
+
+
+ESTIMATORS = [
+    {"sparseness_components": 0.5},
+    {"sparseness_coefficients": 0.7},
+    {"sparseness_components": 0.5, "sparseness_coefficients": 0.7, "solver": "accelerated"},
+]
+
+
+def estimator_data():
+    rng = np.random.default_rng(11)
+    return np.abs(rng.standard_normal((60, 25))), np.abs(rng.standard_normal((30, 25)))
+
+
+def fitted(X, X_new, **params):
+    """A SparseNMF fitted on X, its fit_transform, transform and score of X_new."""
+    model = SparseNMF(4, random_state=0, tol=1e-4, max_iter=500, **params)
+    Z = model.fit_transform(X)
+    return model, Z, model.transform(X_new), model.score(X_new)
+
+
+@pytest.mark.parametrize("params", ESTIMATORS)
+def test_sparse_nmf_gpu_path_gives_the_cpu_results(monkeypatch, params):
+    """SparseNMF's GPU path (check, fit, transform, score on the device; here
+    NumPy arrays taken for CuPy ones) gives the CPU estimator's results."""
+    X, X_new = estimator_data()
+    cpu, Z_cpu, T_cpu, score_cpu = fitted(X, X_new, **params)
+    routed = route_to_device(monkeypatch, is_ndarray)
+    dev, Z_dev, T_dev, score_dev = fitted(X, X_new, **params)
+    # fit, transform and score each ran on the device, on X.T (V is N x T)
+    assert routed == [X.T.shape, X_new.T.shape, X_new.T.shape]
+    assert dev.n_iter_ == cpu.n_iter_
+    assert relative_gap(dev.result_.objective, cpu.result_.objective) < HISTORY_RTOL
+    assert dev.reconstruction_err_ == pytest.approx(cpu.reconstruction_err_, rel=HISTORY_RTOL)
+    assert isinstance(dev.reconstruction_err_, float) and isinstance(score_dev, float)
+    assert score_dev == pytest.approx(score_cpu, rel=HISTORY_RTOL)
+    for mine, theirs in ((Z_dev, Z_cpu), (dev.components_, cpu.components_), (T_dev, T_cpu)):
+        np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-6 * np.abs(theirs).max())
+    np.testing.assert_allclose(dev.inverse_transform(T_dev), T_dev @ dev.components_)
+
+
+def test_sparse_nmf_gpu_path_checks_x_on_the_device(monkeypatch):
+    """Bad X on the GPU path: scikit-learn's one-line messages, and the GPU's
+    limits (missing values) named with what to do."""
+    routed = route_to_device(monkeypatch, is_ndarray)
+    X, _ = estimator_data()
+    model = SparseNMF(3, random_state=0, tol=1e-3, max_iter=200)
+    for bad, error, match in (
+        (-X, ValueError, "Negative values in data passed to SparseNMF"),
+        (
+            np.where(X > 2.0, np.nan, X),
+            ValueError,
+            r"Input X contains NaN or infinity \(\d+ entries\)",
+        ),
+        (X[0], ValueError, "Expected 2D array, got 1D array instead"),
+        (X[:0], ValueError, r"Found array with 0 sample\(s\)"),
+        (X.astype(complex), TypeError, "real numeric array, got dtype complex128"),
+    ):
+        with pytest.raises(error, match=match):
+            model.fit(bad)
+    with pytest.raises(
+        TypeError, match=r"missing_values=np.nan\) does not run on a GPU: .*asnumpy"
+    ):
+        SparseNMF(3, missing_values=np.nan).fit(X)
+    assert routed == []
+    model.fit(X.astype(np.int64) + 1)  # integers: float64 on the device
+    assert model.components_.dtype == np.float64 and model.n_features_in_ == 25
+    with pytest.raises(ValueError, match="X has 24 features, but SparseNMF is expecting 25"):
+        model.transform(X[:, 1:])
+    zeros = model.transform(np.zeros((4, 25)))  # all zero: zero coefficients, no solve
+    assert zeros.shape == (4, 3) and not zeros.any() and len(routed) == 1
+    assert model.score(np.zeros((4, 25))) == 0.0
+    with pytest.raises(ValueError, match="mask= does not run on a CuPy"):
+        fit_coefficients(X.T, model.components_.T, mask=np.ones(X.T.shape, bool))
+    with pytest.raises(ValueError, match="X has 2 columns, but SparseNMF has 3 components"):
+        model.inverse_transform(X[:, :2])
+    with pytest.raises(ValueError, match="X contains NaN or infinity"):
+        model.inverse_transform(np.full((2, 3), np.inf))
+
+
+@needs_gpu
+@pytest.mark.parametrize("params", ESTIMATORS)
+def test_sparse_nmf_on_cupy_arrays(params):
+    """SparseNMF on CuPy arrays: CuPy arrays out, Python floats for the
+    errors, the CPU estimator's results."""
+    X, X_new = estimator_data()
+    cpu, Z_cpu, T_cpu, score_cpu = fitted(X, X_new, **params)
+    gpu, Z_gpu, T_gpu, score_gpu = fitted(CUPY.asarray(X), CUPY.asarray(X_new), **params)
+    for array in (Z_gpu, T_gpu, gpu.components_, gpu.inverse_transform(T_gpu)):
+        assert is_cupy_array(array)
+    assert isinstance(gpu.reconstruction_err_, float) and isinstance(score_gpu, float)
+    assert gpu.n_iter_ == cpu.n_iter_
+    assert relative_gap(gpu.result_.objective, cpu.result_.objective) < HISTORY_RTOL
+    assert gpu.reconstruction_err_ == pytest.approx(cpu.reconstruction_err_, rel=HISTORY_RTOL)
+    assert score_gpu == pytest.approx(score_cpu, rel=HISTORY_RTOL)
+    for mine, theirs in ((Z_gpu, Z_cpu), (gpu.components_, cpu.components_), (T_gpu, T_cpu)):
+        np.testing.assert_allclose(mine.get(), theirs, rtol=0, atol=1e-6 * np.abs(theirs).max())
+    # a model fitted on the host transforms CuPy data on the GPU
+    on_host = cpu.transform(CUPY.asarray(X_new))
+    assert is_cupy_array(on_host)
+    np.testing.assert_allclose(on_host.get(), T_cpu, rtol=0, atol=1e-6 * np.abs(T_cpu).max())
+
+
+@needs_gpu
+def test_sparse_nmf_on_cupy_arrays_float32_custom_start_and_errors():
+    X, _ = estimator_data()
+    X_gpu = CUPY.asarray(X)
+    model = SparseNMF(3, sparseness_components=0.5, random_state=0, tol=1e-3, max_iter=300)
+    Z = model.fit_transform(X_gpu.astype(CUPY.float32))
+    assert Z.dtype == model.components_.dtype == np.float32 and is_cupy_array(Z)
+    rng = np.random.default_rng(0)
+    W, H = np.abs(rng.standard_normal((60, 3))), np.abs(rng.standard_normal((3, 25)))
+    custom = {"init": "custom", "random_state": 0, "tol": 1e-3, "max_iter": 300}
+    cpu = SparseNMF(3, **custom).fit(X, W=W, H=H)
+    gpu = SparseNMF(3, **custom).fit(X_gpu, W=CUPY.asarray(W), H=CUPY.asarray(H))
+    assert relative_gap(gpu.result_.objective, cpu.result_.objective) < HISTORY_RTOL
+    with pytest.raises(TypeError, match=r"fitted on a GPU .* pass cupy.asarray\(X\)"):
+        gpu.transform(X)
+    with pytest.raises(TypeError, match=r"fitted on a GPU .* pass cupy.asarray\(X\)"):
+        gpu.inverse_transform(np.ones((2, 3)))
+    with pytest.raises(TypeError, match="does not run on a GPU: pass cupy.asnumpy"):
+        SparseNMF(3, missing_values=np.nan).fit(X_gpu)
+    with pytest.raises(ValueError, match="Negative values in data passed to SparseNMF"):
+        SparseNMF(3).fit(-X_gpu)
+    with pytest.raises(ValueError, match="init='nndsvd' is not computed on a GPU"):
+        SparseNMF(3, init="nndsvd").fit(X_gpu)
+
+
+@needs_gpu
+def test_cupy_starts_and_fit_coefficients_on_cupy_arrays(V, basis):
+    """nmf_sc takes W_init and H_init as CuPy arrays, and fit_coefficients a
+    CuPy V and W: CuPy out, the CPU's histories."""
+    rng = np.random.default_rng(2)
+    W0, H0 = np.abs(rng.standard_normal((40, 4))), np.abs(rng.standard_normal((4, 300)))
+    keywords = {"sparseness_h": 0.7, "max_iter": 30, "tol": 0, "init": "custom"}
+    V_gpu = CUPY.asarray(V)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        cpu = nmf_sc(V, 4, W_init=W0, H_init=H0, **keywords)
+        gpu = nmf_sc(V_gpu, 4, W_init=CUPY.asarray(W0), H_init=CUPY.asarray(H0), **keywords)
+        assert is_cupy_array(gpu.W)
+        assert relative_gap(gpu.objective, cpu.objective) < HISTORY_RTOL
+        for s_h in (None, 0.7):
+            loop = {"sparseness_h": s_h, "max_iter": 30, "tol": 0, "random_state": 1}
+            cpu = fit_coefficients(V, basis, **loop)
+            gpu = fit_coefficients(V_gpu, CUPY.asarray(basis), **loop)
+            assert is_cupy_array(gpu.H)
+            assert relative_gap(gpu.objective, cpu.objective) < HISTORY_RTOL

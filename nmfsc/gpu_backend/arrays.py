@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_device_data", "inner", "namespace", "to_host"]
+__all__ = ["check_device_data", "device_frobenius_norm", "inner", "namespace", "to_host"]
 
 
 def namespace(x):
@@ -32,6 +32,15 @@ def inner(xp, A, B):
     if A.dtype == np.float64 and B.dtype == np.float64:
         return float(xp.vdot(A, B))
     return float(xp.sum(A * B, dtype=xp.float64))
+
+
+def device_frobenius_norm(xp, X, scale):
+    """``||X||_F`` as ``scale * ||X / scale||_F`` (``scale``: max(X) > 0), summed
+    on the device by :func:`inner`: the value
+    :func:`nmfsc.solvers.framework.frobenius_norm` gives for a host array,
+    with no copy of X to the host (a scaled copy on the device)."""
+    normalised = X / scale
+    return scale * float(np.sqrt(inner(xp, normalised, normalised)))
 
 
 def check_device_data(xp, V):

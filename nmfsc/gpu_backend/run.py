@@ -11,6 +11,7 @@ there.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from functools import partial
 
@@ -36,7 +37,21 @@ def run_on_device(steps, V, n_components, params, settings, stacklevel=6):
 
 
 class DeviceRun(Run):
-    """A :class:`~nmfsc.solvers.framework.Run` whose V, W and H are device arrays."""
+    """A :class:`~nmfsc.solvers.framework.Run` whose V, W and H are device arrays.
+
+    A start given on the device (``W_init``, ``H_init`` as CuPy arrays) is
+    copied to the host, where the loop checks and scales it as any start,
+    and back to the device by the steps' ``initialize``: W and H, never V.
+    """
+
+    def __init__(self, make_steps, V, n_components, solver_params, settings):
+        starts = {
+            name: to_host(start)
+            for name in ("W_init", "H_init")
+            if (start := getattr(settings, name)) is not None and namespace(start) is not np
+        }
+        settings = dataclasses.replace(settings, **starts)
+        super().__init__(make_steps, V, n_components, solver_params, settings)
 
     def open_data(self, V):
         self.xp = namespace(V)

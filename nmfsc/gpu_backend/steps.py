@@ -1,11 +1,12 @@
-"""The iterations of nmf_sc (both solvers) and nmf_euclidean on device arrays.
+"""The iterations of nmf_sc (both solvers), nmf_euclidean and fit_coefficients on device arrays.
 
 Each class keeps the in-memory solver's rules and order of operations
 (:class:`~nmfsc.solvers.hoyer.HoyerSteps`, whose four half-steps it
 overrides, :class:`~nmfsc.solvers.accelerated.AcceleratedSteps`, whose
 sweeps are :func:`~nmfsc.gpu_backend.sweeps.sweep_rows`, and
-:class:`~nmfsc.solvers.standard.EuclideanSteps`) and
-computes them with the array namespace ``xp`` of the data (CuPy on a GPU,
+:class:`~nmfsc.solvers.standard.EuclideanSteps`, and
+:class:`~nmfsc.solvers.coefficients.CoefficientSteps`, whose H step is
+DeviceHoyerSteps's) and computes them with the array namespace ``xp`` of the data (CuPy on a GPU,
 NumPy in the tests): the products by ``xp.matmul`` (cuBLAS), the
 projection by :func:`~nmfsc.gpu_backend.projection.project_rows`. From the
 same start they give the same iterates as the CPU to rounding (the CPU's
@@ -22,6 +23,7 @@ from nmfsc.gpu_backend.arrays import inner
 from nmfsc.gpu_backend.projection import project_rows
 from nmfsc.gpu_backend.sweeps import sweep_rows, unit_rows
 from nmfsc.solvers.accelerated import SWEEP_DELTA, AcceleratedSteps
+from nmfsc.solvers.coefficients import CoefficientSteps
 from nmfsc.solvers.hoyer import EPS, MU_GROWTH, MU_MIN, HoyerSteps
 from nmfsc.solvers.standard import EuclideanSteps
 from nmfsc.sparseness import l1_for_sparseness
@@ -29,6 +31,7 @@ from nmfsc.sparseness import l1_for_sparseness
 __all__ = [
     "DEVICE_STEPS",
     "DeviceAcceleratedSteps",
+    "DeviceCoefficientSteps",
     "DeviceData",
     "DeviceEuclideanSteps",
     "DeviceHoyerSteps",
@@ -283,9 +286,24 @@ class DeviceAcceleratedSteps(AcceleratedSteps, DeviceHoyerSteps):
         return {"W": W, "H": H}, self.recorded(energy, W, H), None
 
 
+class DeviceCoefficientSteps(CoefficientSteps, DeviceHoyerSteps):
+    """:func:`~nmfsc.solvers.coefficients.fit_coefficients`'s iteration (nmf_sc's
+    H step alone, W fixed) on device arrays: CoefficientSteps's :meth:`step`
+    and start, its H step DeviceHoyerSteps's :meth:`h_projected` (s_H set)
+    or :meth:`h_multiplicative` without the rescaling (s_H None).
+
+    ``fixed_W`` is fit_coefficients's record, in the result's ``params``, that
+    W does not move (it is always True).
+    """
+
+    def __init__(self, data, n_components, sparseness_h, fixed_W=True):
+        super().__init__(data, n_components, sparseness_h)
+
+
 #: The device steps class of each in-memory steps class the backend runs.
 DEVICE_STEPS = {
     HoyerSteps: DeviceHoyerSteps,
     AcceleratedSteps: DeviceAcceleratedSteps,
     EuclideanSteps: DeviceEuclideanSteps,
+    CoefficientSteps: DeviceCoefficientSteps,
 }

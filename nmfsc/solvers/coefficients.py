@@ -3,7 +3,9 @@
 :func:`fit_coefficients` is what :meth:`nmfsc.SparseNMF.transform` runs: the H
 step of :class:`~nmfsc.solvers.hoyer.HoyerSteps` (the projected gradient step
 when sparseness_h is set, else the multiplicative update) in the shared loop,
-with W held fixed.
+with W held fixed. V that a backend running those steps accepts (a CuPy
+array: :mod:`nmfsc.gpu_backend`, :data:`BACKENDS`) is handed to it, as
+:func:`nmfsc.nmf_sc` hands it V.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from nmfsc._validation import check_optional_sparseness
+from nmfsc.solvers import dispatch
 from nmfsc.solvers._loop import solve
 from nmfsc.solvers._masked_data import MaskedRun
 from nmfsc.solvers._result import NMFResult
@@ -22,11 +25,17 @@ from nmfsc.solvers._settings import LoopOptions, LoopSettings
 from nmfsc.solvers._start import refuse_dead_components
 from nmfsc.solvers.hoyer import HoyerSteps
 from nmfsc.solvers.masked import MaskedCoefficientSteps
+from nmfsc.solvers.registry import GPU
 
 if TYPE_CHECKING:  # typing.Unpack is Python >= 3.11; only the type checker needs it
     from typing_extensions import Unpack
 
-__all__ = ["CoefficientSteps", "fit_coefficients"]
+__all__ = ["BACKENDS", "CoefficientSteps", "fit_coefficients"]
+
+#: The backends that run :class:`CoefficientSteps` on their own arrays, as
+#: :class:`~nmfsc.solvers.dispatch.SolverSpec.backends` says it of a solver
+#: (the GPU backend's are ``nmfsc.gpu_backend.steps.DeviceCoefficientSteps``).
+BACKENDS = (dispatch.IN_MEMORY, GPU)
 
 
 class CoefficientSteps(HoyerSteps):
@@ -86,31 +95,49 @@ def fit_coefficients(
     loop keywords (:class:`~nmfsc.solvers._settings.LoopSettings`) except
     W_init: the start of W is ``W``. ``mask``: where V was observed, as in
     :func:`nmfsc.nmf_sc` (:class:`nmfsc.solvers.masked.MaskedCoefficientSteps`).
+
+    V as a CuPy array runs on its GPU (:data:`BACKENDS`): H comes back as a
+    CuPy array and V never leaves the device. W may be a CuPy or a NumPy
+    array (copied to the host and back for the start, as nmf_sc's
+    ``W_init``). ``mask`` does not run there.
     """
     settings = LoopSettings.from_keywords("fit_coefficients", loop)
     if settings.W_init is not None:
         raise TypeError("fit_coefficients() takes the basis as W; W_init is not an option")
     s_h = check_optional_sparseness(sparseness_h, "sparseness_h")
-    V_arr: Any = np.asarray(V) if not hasattr(V, "nnz") else V
+    backend = dispatch.backend_for(V)
+    if backend is not None and backend.name not in BACKENDS:
+        backend = None  # V is read into memory, as any array-like
+    if backend is not None and mask is not None:
+        raise ValueError(
+            f"mask= does not run on {backend.arrays()}: compute V (and the mask) into "
+            "memory, or leave mask=None"
+        )
+    V_arr: Any = V if backend is not None or hasattr(V, "nnz") else np.asarray(V)
     if s_h is not None and getattr(V_arr, "ndim", 0) == 2 and V_arr.shape[1] < 2:
         raise ValueError(
             "sparseness_h is set, but V has a single sample (column): the sparseness of "
             "a row of H across samples needs at least 2 samples"
         )
-    W = np.asarray(W)
-    if W.ndim != 2:
-        raise ValueError(f"W must be 2-D, got an array with ndim={W.ndim}")
+    # W on V's device stays there; any other W is read as a NumPy array
+    W_arr: Any = W if backend is not None and backend.accepts(W) else np.asarray(W)
+    if W_arr.ndim != 2:
+        raise ValueError(f"W must be 2-D, got an array with ndim={W_arr.ndim}")
 
     def make_steps(Vn, M):
         return (CoefficientSteps if mask is None else MaskedCoefficientSteps)(Vn, M, s_h)
 
-    ratio = _basis_ratio(V, W, s_h, mask)
-    settings = dataclasses.replace(settings, W_init=W if ratio is None else W * ratio)
+    ratio = _basis_ratio(V, W_arr, s_h, mask)
+    settings = dataclasses.replace(settings, W_init=W_arr if ratio is None else W_arr * ratio)
     params = {"sparseness_h": s_h, "fixed_W": True}
-    if mask is None:
-        result = solve(make_steps, V, W.shape[1], solver_params=params, settings=settings)
+    if backend is not None:
+        result = dispatch.run_steps(
+            CoefficientSteps, V, W_arr.shape[1], params=params, settings=settings, backends=BACKENDS
+        )
+    elif mask is None:
+        result = solve(make_steps, V, W_arr.shape[1], solver_params=params, settings=settings)
     else:
-        run = MaskedRun(mask, make_steps, V, W.shape[1], params, settings)
+        run = MaskedRun(mask, make_steps, V, W_arr.shape[1], params, settings)
         result = run.run(stacklevel=3)
     if ratio is None:
         return result
@@ -121,7 +148,7 @@ def fit_coefficients(
             f"the coefficients overflow float64: V is about {ratio:.1e} times the scale "
             "of the basis W; rescale V or W"
         )
-    return dataclasses.replace(result, W=W.astype(result.W.dtype), H=H)
+    return dataclasses.replace(result, W=W_arr.astype(result.W.dtype), H=H)
 
 
 def _basis_ratio(V, W, sparseness_h, mask=None):

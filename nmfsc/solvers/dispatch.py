@@ -162,11 +162,13 @@ def variant(name: str, solver: str) -> SolverSpec:
     raise ValueError(f"solver must be one of {allowed}; got {solver!r}")
 
 
-def run_steps(steps: type, V, n_components, *, params: dict, settings, mask=None):
+def run_steps(steps: type, V, n_components, *, params: dict, settings, mask=None, backends=()):
     """Run the steps class ``steps`` with its keywords ``params`` on V: on the
     backend that accepts V when the solver's entry names it, else in memory
     (``Run``). With a ``mask``, the entry's
-    ``SolverSpec.masked_steps`` run in memory on the observed entries."""
+    ``SolverSpec.masked_steps`` run in memory on the observed entries.
+    ``backends`` name the backends of steps that have no entry in the table
+    (:func:`nmfsc.solvers.coefficients.fit_coefficients`'s H step alone)."""
     backend = backend_for(V)
     spec = next((s for s in _SPECS if s.steps is steps), None)
     if mask is not None:
@@ -174,7 +176,7 @@ def run_steps(steps: type, V, n_components, *, params: dict, settings, mask=None
         make_masked = partial(masked, **params)
         return MaskedRun(mask, make_masked, V, n_components, params, settings).run(stacklevel=4)
     if backend is not None:
-        if spec is not None and backend.name in spec.backends:
+        if backend.name in (backends if spec is None else spec.backends):
             return backend.run(steps, V, n_components, params, settings)
         if spec is not None and spec.variant is not None:
             raise ValueError(
