@@ -224,6 +224,7 @@ def main(argv=None):
     fused = None if xp is np else fused_kernels()
     if fused is not None:
         warnings.simplefilter("ignore", NumbaPerformanceWarning)  # small grids: as project_rows
+        warnings.filterwarnings("ignore", message=".*under-utilization")  # numba-cuda's class
         info: dict = {}
         fused(xp, trial, l1s, ones, info=info)
         fused_s = best_seconds(lambda: fused(xp, trial, l1s, ones), sync)

@@ -465,6 +465,17 @@ def test_device_rows_take_the_fused_kernels_else_the_array_code(monkeypatch):
     with pytest.raises(IndexError, match="a bug"):
         project_rows(_NotNumpy(), X, l1, l2)
 
+    # numba-cuda 0.30 with numpy 2.5 fails inside its own code with a plain
+    # AttributeError (np.row_stack is gone): the array code projects.
+    inside_numba = {"__name__": "numba.cuda.np.arrayobj", "np": np}
+    exec("def compile_kernels(*args):\n    return np.row_stack\n", inside_numba)
+    monkeypatch.setattr(projection, "_FUSED", [inside_numba["compile_kernels"]])
+    if hasattr(np, "row_stack"):  # numpy < 2.5: raise as numpy 2.5 would
+        monkeypatch.delattr(np, "row_stack")
+    with pytest.warns(RuntimeWarning, match=r"fused CUDA projection failed \(AttributeError"):
+        S, finite = project_rows(_NotNumpy(), X, l1, l2)
+    np.testing.assert_array_equal(S, want)
+
 
 @needs_gpu
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -75,10 +75,12 @@ def project_rows(xp, X, l1, l2, nonneg=True):
                     # Numba's launch-time notes (a small grid's "under-utilization",
                     # its own CUDA target's deprecation) are not the user's to act on.
                     warnings.simplefilter("ignore", NumbaPerformanceWarning)
+                    # numba-cuda raises a class of its own for the same note.
+                    warnings.filterwarnings("ignore", message=".*under-utilization")
                     warnings.simplefilter("ignore", DeprecationWarning)
                     return fused(xp, X, l1, l2, nonneg)
             except Exception as error:  # Numba's CUDA errors: no compiler (NVVM), driver
-                if not type(error).__module__.startswith(("numba", "cuda")):
+                if not _from_numba(error):
                     raise
                 _FUSED[0] = None
                 warnings.warn(
@@ -89,6 +91,23 @@ def project_rows(xp, X, l1, l2, nonneg=True):
                     stacklevel=2,
                 )
     return project_rows_by_arrays(xp, X, l1, l2, nonneg)
+
+
+def _from_numba(error):
+    """Whether ``error`` is Numba's CUDA target failing (no compiler, no
+    driver, a numba-cuda that does not work with this numpy): an error of
+    Numba's own types, or one raised inside Numba's code (numba-cuda 0.30
+    calls ``np.row_stack``, which numpy 2.5 removed: an AttributeError).
+    An error raised in nmfsc's code, with no frame of Numba's between, is a
+    bug and propagates."""
+    if type(error).__module__.startswith(("numba", "cuda")):
+        return True
+    trace = error.__traceback__
+    while trace is not None:
+        if str(trace.tb_frame.f_globals.get("__name__", "")).startswith(("numba", "cuda")):
+            return True
+        trace = trace.tb_next
+    return False
 
 
 def project_rows_by_arrays(xp, X, l1, l2, nonneg=True):
