@@ -695,3 +695,33 @@ def test_cupy_starts_and_fit_coefficients_on_cupy_arrays(V, basis):
             gpu = fit_coefficients(V_gpu, CUPY.asarray(basis), **loop)
             assert is_cupy_array(gpu.H)
             assert relative_gap(gpu.objective, cpu.objective) < HISTORY_RTOL
+
+
+@pytest.mark.parametrize(
+    ("steps", "s_w", "s_h"),
+    [
+        (HoyerSteps, None, 0.85),
+        (HoyerSteps, 0.6, 0.7),
+        (HoyerSteps, None, None),
+        (AcceleratedSteps, 0.6, 0.7),
+        (EuclideanSteps, None, None),
+    ],
+)
+def test_device_steps_never_take_the_cpus_blocked_products(monkeypatch, steps, s_w, s_h):
+    """The CPU's blocked products sum into NumPy buffers, which CuPy's matmul
+    cannot write into: the device path must never reach them, whatever the
+    size (it did, through the H H^T cache, for T >= 1024: nmf_sc at 288 x
+    10^6 on an H100 stopped with "`out` must be a tuple or cupy.ndarray")."""
+    from nmfsc import _blocked
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a CPU blocked product on the device path")
+
+    V = np.abs(np.random.default_rng(12).standard_normal((40, 3000)))
+    params = {} if steps is EuclideanSteps else {"sparseness_w": s_w, "sparseness_h": s_h}
+    name = "nmf_euclidean" if steps is EuclideanSteps else "nmf_sc"
+    monkeypatch.setattr(_blocked, "_over_blocks", refuse)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        result = on_device(steps, V, 10, params, name=name, max_iter=5, tol=0, random_state=0)
+    assert result.n_iter == 5

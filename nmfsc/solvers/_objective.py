@@ -147,11 +147,14 @@ class RowGram:
     before its step. ``keep`` stores it; a miss (the first step, a resumed run
     whose H is a loaded copy) computes :func:`nmfsc._blocked.gram_rows` of X,
     as the step computed the product ``keep`` was given, so the bits are the
-    same either way.
+    same either way. ``product`` replaces gram_rows where the arrays are not
+    NumPy's (the GPU backend's ``X @ X.T``: gram_rows sums blocks into NumPy
+    buffers).
     """
 
-    def __init__(self):
+    def __init__(self, product=None):
         self._last = None
+        self._product = gram_rows if product is None else product
 
     def keep(self, X, gram):
         self._last = (X, gram)
@@ -159,7 +162,7 @@ class RowGram:
     def __call__(self, X):
         if self._last is not None and self._last[0] is X:
             return self._last[1]
-        gram = gram_rows(X)
+        gram = self._product(X)
         self._last = (X, gram)
         return gram
 
