@@ -22,7 +22,6 @@ from nmfsc._kernels.rowblocks import RULE_NONNEG, RULE_SCALED, RULE_UNIT
 from nmfsc.gpu_backend.arrays import inner
 from nmfsc.gpu_backend.projection import project_rows
 from nmfsc.gpu_backend.sweeps import sweep_rows, unit_rows
-from nmfsc.solvers._objective import RowGram
 from nmfsc.solvers.accelerated import SWEEP_DELTA, AcceleratedSteps
 from nmfsc.solvers.coefficients import CoefficientSteps
 from nmfsc.solvers.hoyer import EPS, MU_GROWTH, MU_MIN, HoyerSteps
@@ -75,7 +74,7 @@ class DeviceData:
 class _Grams:
     """W^T W once per W array, as the in-memory ColumnGram (``from_columns``:
     from the rows of C = W^T), which would copy W^T with NumPy on a miss.
-    (H H^T is ``h_gram``, a RowGram of ``X @ X.T``: see DeviceHoyerSteps.)"""
+    (H H^T is ``h_gram``, HoyerSteps's RowGram of :meth:`DeviceHoyerSteps.row_gram`.)"""
 
     def __init__(self, xp, from_columns):
         self.xp = xp
@@ -129,9 +128,11 @@ class DeviceHoyerSteps(HoyerSteps):
         self.l1_h = None if sparseness_h is None else l1_for_sparseness(sparseness_h, T)
         self.l1_w = None if sparseness_w is None else l1_for_sparseness(sparseness_w, N)
         self.grams = _Grams(self.xp, from_columns=sparseness_w is not None)
-        # H H^T by the array library (the in-memory RowGram's blocked sums
-        # write into NumPy buffers, which a CuPy product cannot take).
-        self.h_gram = RowGram(lambda X: X @ X.T)
+
+    def row_gram(self, X):
+        """X X^T by the array library (the CPU's blocked sums write into
+        NumPy buffers, which a CuPy product cannot take)."""
+        return X @ X.T
 
     def initialize(self, W, H):
         """HoyerSteps's start (rows of H to unit norm, then the projections), on

@@ -148,8 +148,8 @@ class RowGram:
     whose H is a loaded copy) computes :func:`nmfsc._blocked.gram_rows` of X,
     as the step computed the product ``keep`` was given, so the bits are the
     same either way. ``product`` replaces gram_rows where the arrays are not
-    NumPy's (the GPU backend's ``X @ X.T``: gram_rows sums blocks into NumPy
-    buffers).
+    NumPy's (``HoyerSteps.row_gram``, which the GPU backend overrides:
+    gram_rows sums blocks into NumPy buffers).
     """
 
     def __init__(self, product=None):

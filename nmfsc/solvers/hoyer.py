@@ -267,7 +267,7 @@ class HoyerSteps(SquaredErrorSteps):
         # W^T W, computed once per W array (as the trials' columns C C^T when W
         # is projected, so that the kept product and a recomputed one agree).
         self.w_gram = ColumnGram(from_columns=sparseness_w is not None)
-        self.h_gram = RowGram()  # H H^T of the H the last H step accepted
+        self.h_gram = RowGram(self.row_gram)  # H H^T of the H the last H step accepted
         self._gradient = None  # dH's buffer (M x T), reused by every H step
         self._wtv = None  # W^T V's buffer (M x T), reused by every H step
 
@@ -300,6 +300,12 @@ class HoyerSteps(SquaredErrorSteps):
 
     def step_sizes(self, state):
         return (float(state["mu_W"]), float(state["mu_H"]))
+
+    def row_gram(self, X):
+        """X X^T, as the H step computes it for its trials (:attr:`h_gram`'s
+        product on a miss): :func:`nmfsc._blocked.gram_rows`. A backend whose
+        arrays are not NumPy's overrides it."""
+        return gram_rows(X)
 
     def reuse_buffers(self):
         """The projectors keep their buffers (:meth:`_Projector.keep_buffers`):
