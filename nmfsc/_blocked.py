@@ -166,8 +166,7 @@ def matmul_unsplit(A, B, out=None):
     the O(M N T) of the products with V): too small to be worth the pool,
     and never left to BLAS's own threads, which spin for a while after the
     product on the core that the next blocked product's second group wants
-    (measured: one 288 x 72 x 72 product on OpenBLAS's 2 threads made the
-    W^T V after it 28 ms slower, 99 against 127 ms). OpenBLAS splits a
+    (benchmarks/README.md, "Where the second core went"). OpenBLAS splits a
     gemm over the rows and columns of the product, never the shared
     dimension, so these are the bits of the product on any thread count."""
     if _blas_alone(A.shape[0], B.shape[1], A.shape[1]):

@@ -145,16 +145,16 @@ class RowGram:
     nmf_sc's projected H step computes H' H'^T of every trial for its
     objective; the next H step needs H H^T of that same H for the objective
     before its step. ``keep`` stores it; a miss (the first step, a resumed run
-    whose H is a loaded copy) computes :func:`nmfsc._blocked.gram_rows` of X,
-    as the step computed the product ``keep`` was given, so the bits are the
-    same either way. ``product`` replaces gram_rows where the arrays are not
-    NumPy's (``HoyerSteps.row_gram``, which the GPU backend overrides:
-    gram_rows sums blocks into NumPy buffers).
+    whose H is a loaded copy) computes ``product(X)``, the product the step
+    computed for what ``keep`` was given (``HoyerSteps.row_gram``:
+    :func:`nmfsc._blocked.gram_rows`, or ``X @ X.T`` on the GPU backend,
+    whose arrays the blocked sums cannot take), so the bits are the same
+    either way.
     """
 
-    def __init__(self, product=None):
+    def __init__(self, product):
         self._last = None
-        self._product = gram_rows if product is None else product
+        self._product = product
 
     def keep(self, X, gram):
         self._last = (X, gram)

@@ -148,17 +148,23 @@ class _Rows:
         )
         return decrease
 
+    def _update_all(self, start, stop, slot):
+        """Every row of R takes the changes ``D[slot]`` of the block
+        ``start..stop-1`` (``rowblocks.update_r``), R's columns in groups
+        (each alone)."""
+        M, n = self.R.shape
+
+        def update(lo, hi):
+            _rb.update_r(self.R, self.G, self.D[slot], start, stop, lo, hi)
+
+        in_groups(n, M * n, update)
+
     def sweep(self, blocks):
         """One sweep, each block's update of R over column groups; its decrease of f."""
-        M, n = self.R.shape
         decrease = 0.0
         for start, stop in blocks:
             decrease = self._block(start, stop, 0, decrease)
-
-            def update(lo, hi, start=start, stop=stop):
-                _rb.update_r(self.R, self.G, self.D[0], start, stop, lo, hi)
-
-            in_groups(n, M * n, update)  # R's columns in groups (each alone)
+            self._update_all(start, stop, 0)
         return decrease
 
     def sweep_overlapped(self, blocks, workers):
@@ -193,12 +199,7 @@ class _Rows:
 
             decrease = run_groups([sweep_then_update] + [update] * (workers - 1))[0]
         start, stop = blocks[-1]
-        changes = self.D[(len(blocks) - 1) % 2]
-
-        def last(lo, hi):
-            _rb.update_r(R, G, changes, start, stop, lo, hi)
-
-        in_groups(n, M * n, last)
+        self._update_all(start, stop, (len(blocks) - 1) % 2)
         return decrease
 
 
