@@ -93,7 +93,7 @@ def _default_mode():
 
 
 def _alive(pid):
-    """Whether a process with this id runs (on this machine)."""
+    """Whether a process with this id is alive (signal 0: process ids are local)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
