@@ -21,7 +21,9 @@ tested where no GPU is):
   :mod:`~nmfsc.gpu_backend.thresholds`; a sort where they do not settle);
 - :mod:`~nmfsc.gpu_backend.fused`: the same projection of CuPy rows as
   fused Numba CUDA kernels (:mod:`~nmfsc.gpu_backend.cuda_kernels`), used
-  where numba-cuda is installed; numba.cuda is imported only then;
+  where numba-cuda is installed; numba.cuda is imported only then, by
+  :mod:`~nmfsc.gpu_backend.cuda_target` (which lets numba-cuda 0.30 load
+  beside numpy 2.5);
 - :mod:`~nmfsc.gpu_backend.steps`: the data object and the iterations of
   nmf_sc (``solver="hoyer"`` and ``"accelerated"``) and nmf_euclidean;
 - :mod:`~nmfsc.gpu_backend.sweeps`: the accelerated solver's block

@@ -45,6 +45,7 @@ import numpy as np
 from numba.core.errors import NumbaPerformanceWarning
 
 from nmfsc.gpu_backend.arrays import namespace, to_host
+from nmfsc.gpu_backend.cuda_target import load_cuda_target
 from nmfsc.gpu_backend.thresholds import max_passes, thresholds_by_passes, thresholds_by_sort
 from nmfsc.projection import project
 
@@ -80,24 +81,31 @@ def project_rows(xp, X, l1, l2, nonneg=True):
                     warnings.simplefilter("ignore", DeprecationWarning)
                     return fused(xp, X, l1, l2, nonneg)
             except Exception as error:  # Numba's CUDA errors: no compiler (NVVM), driver
-                if not _from_numba(error):
-                    raise
-                _FUSED[0] = None
-                warnings.warn(
-                    f"the fused CUDA projection failed ({type(error).__name__}: {error}); "
-                    "projecting with CuPy array code instead (slower); "
-                    'pip install "numba-cuda[cu12]"',
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
+                _fused_failed(error, stacklevel=2)
     return project_rows_by_arrays(xp, X, l1, l2, nonneg)
+
+
+def _fused_failed(error, stacklevel):
+    """Switch the fused kernels off for this process, with one
+    RuntimeWarning, where ``error`` is Numba's CUDA target failing
+    (:func:`_from_numba`); re-raise any other error (a bug)."""
+    if not _from_numba(error):
+        raise error
+    _FUSED[:] = [None]
+    warnings.warn(
+        f"the fused CUDA projection failed ({type(error).__name__}: {error}); "
+        "projecting with CuPy array code instead (slower); "
+        'pip install "numba-cuda[cu12]"',
+        RuntimeWarning,
+        stacklevel=stacklevel + 1,
+    )
 
 
 def _from_numba(error):
     """Whether ``error`` is Numba's CUDA target failing (no compiler, no
     driver, a numba-cuda that does not work with this numpy): an error of
-    Numba's own types, or one raised inside Numba's code (numba-cuda 0.30
-    calls ``np.row_stack``, which numpy 2.5 removed: an AttributeError).
+    Numba's own types, or one raised inside Numba's code (such as an
+    AttributeError where numba-cuda uses a name that numpy removed).
     An error raised in nmfsc's code, with no frame of Numba's between, is a
     bug and propagates."""
     if type(error).__module__.startswith(("numba", "cuda")):
@@ -165,17 +173,18 @@ def fused_kernels():
     missing or finds no GPU; then CuPy rows take the array code (slower:
     about ten passes over the rows' memory per Hoyer pass, where the fused
     kernels make one). Decided once per process; numba.cuda is imported
-    here, at the first projection of a CuPy array, never by ``import nmfsc``."""
+    here (:func:`~nmfsc.gpu_backend.cuda_target.load_cuda_target`, which
+    lets numba-cuda 0.30 load beside numpy 2.5), at the first projection of
+    a CuPy array, never by ``import nmfsc``."""
     if not _FUSED:
         try:
-            with warnings.catch_warnings():  # numba's own CUDA target warns that it is deprecated
-                warnings.simplefilter("ignore", DeprecationWarning)
-                from numba import cuda
-
-                usable = cuda.is_available()
+            usable = load_cuda_target().is_available()
             from nmfsc.gpu_backend.fused import project_rows_fused
         except ImportError:
             usable = False
+        except Exception as error:  # Numba's CUDA target failed to load
+            _fused_failed(error, stacklevel=3)
+            return None
         _FUSED.append(project_rows_fused if usable else None)
     return _FUSED[0]
 
