@@ -17,6 +17,9 @@ Prints every number issue 33's GPU targets name, measured in one process:
   over them (a sum): by the fused Numba CUDA kernels (what ``nmf_sc`` uses
   where Numba's CUDA target is installed), with the Hoyer passes they took,
   and by the array code (CuPy operations, the fallback) in the same run;
+- in the GPU run, the projections per iteration (one per line search
+  trial) and the time in them, and the rest of the iteration against its
+  products;
 - float32 against float64 on the GPU (seconds per iteration);
 - ``nmf_sc(solver="accelerated")``, float64, seconds per iteration on the
   GPU and on the CPU from the same start (no target: its sweeps go row by
@@ -36,6 +39,7 @@ start and the end: about 15 GB at the default size in float64.
 """
 
 import argparse
+import contextlib
 import os
 import platform
 import sys
@@ -95,10 +99,10 @@ def best_seconds(fn, sync, repeats=5):
     return best
 
 
-def fit(xp, V, rank, iterations, sparseness_h, solver="hoyer"):
+def fit(xp, V, rank, iterations, sparseness_h, solver="hoyer", callback=None):
     """nmf_sc(solver=solver) on V (a CuPy array: the public call; NumPy with
     --numpy: the GPU backend's run) for ``iterations`` iterations from seed 0."""
-    keywords = dict(max_iter=iterations, tol=0, random_state=0)
+    keywords = dict(max_iter=iterations, tol=0, random_state=0, callback=callback)
     params = {"sparseness_w": None, "sparseness_h": sparseness_h}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -121,6 +125,47 @@ def history_gap(a, b):
     common = min(a.n_iter, b.n_iter) + 1
     mine, theirs = np.asarray(a.objective[:common]), np.asarray(b.objective[:common])
     return float(np.max(np.abs(mine - theirs) / theirs))
+
+
+@contextlib.contextmanager
+def timed_projections(sync):
+    """Count and time a run's projections (one per line search trial), by
+    wrapping the device steps' ``project_rows`` for the duration (the
+    device synchronised before and after each, as the trial's test of its
+    result synchronises anyway). Yields ``(callback, marks)``: pass the
+    callback to the run (it keeps no iterate, so the run is not slowed);
+    ``marks`` then holds (calls, seconds) so far at each iteration's end."""
+    from nmfsc.gpu_backend import steps as device_steps
+
+    original, total, marks = device_steps.project_rows, [0, 0.0], []
+
+    def timed(*args, **kwargs):
+        sync()
+        start = time.perf_counter()
+        out = original(*args, **kwargs)
+        sync()
+        total[0] += 1
+        total[1] += time.perf_counter() - start
+        return out
+
+    def callback(state):
+        marks.append(tuple(total))
+
+    callback.keeps_iterates = False  # type: ignore[attr-defined]
+    device_steps.project_rows = timed
+    try:
+        yield callback, marks
+    finally:
+        device_steps.project_rows = original
+
+
+def projections_per_iteration(marks):
+    """Median projections and seconds in them per iteration, the first
+    iteration left out (it holds the start's halvings of the step size)."""
+    per = np.diff(np.asarray(marks, dtype=float), axis=0)[1:]
+    if not per.size:
+        return float("nan"), float("nan")
+    return float(np.median(per[:, 0])), float(np.median(per[:, 1]))
 
 
 def products_seconds(xp, V, W, H, sync):
@@ -176,7 +221,8 @@ def main(argv=None):
     print(f"# nmf_sc on the GPU: V {N} x {T}, rank {M}, sparseness_h={args.sparseness_h}\n")
 
     fit(xp, V[:, : min(T, 4096)], M, 2, args.sparseness_h)  # warm-up: CuPy's kernels
-    gpu = fit(xp, V, M, args.iterations, args.sparseness_h)
+    with timed_projections(sync) as (mark, projections):
+        gpu = fit(xp, V, M, args.iterations, args.sparseness_h, callback=mark)
     gpu_s = per_iteration(gpu)
     V32 = V.astype(xp.float32)
     fit(xp, V32[:, : min(T, 4096)], M, 2, args.sparseness_h)
@@ -284,9 +330,13 @@ def main(argv=None):
             fused_note + f": it took {fused_s / pass_s:.1f} passes' time; "
             f"the array code {array_code_s / pass_s:.1f}."
         )
+    trials, in_projection = projections_per_iteration(projections)
+    rest = gpu_s - in_projection
     print(
-        "Line search trials are in the iteration's time; "
-        f"CPU start to end: {cpu.times[-1]:.1f} s.\n"
+        f"In the GPU float64 run, per iteration (medians, the first left out): {trials:g} "
+        f"projections (one per line search trial) taking {in_projection:.4f} s; the rest "
+        f"of the iteration, {rest:.4f} s, is {rest / products_s:.2f}x "
+        f"the products alone. CPU start to end: {cpu.times[-1]:.1f} s.\n"
     )
     checks = [
         (cpu_s / gpu_s, MIN_GPU_OVER_CPU, ">=", "GPU over the CPU's cores, per iteration"),
