@@ -169,9 +169,11 @@ for x in (T.float32[:, ::1], T.float64[:, ::1]):
         clip_sums=(x, f2, j3, j1, b, f1, j1, n, f2),
         finish_norm=(f2, f1, j1, f1),
         scale=(x, b, f1, f1, j1, n, f2),
+        scale_to_rows_dtype=(x, b, f1, f1, j1, n, x),  # project_rows(dtype=X.dtype)
     )
     for name, signature in signatures.items():
-        ptx, _ = cuda.compile_ptx(getattr(kernels, name).py_func, signature, cc=(9, 0))
+        kernel = getattr(kernels, name.replace("_to_rows_dtype", ""))
+        ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0))
         assert ".target sm_90" in ptx, name
 print("compiled", not hasattr(np, "row_stack"))
 """

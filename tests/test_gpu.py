@@ -442,13 +442,15 @@ def test_device_rows_take_the_fused_kernels_else_the_array_code(monkeypatch):
     l1, l2 = np.full(3, l1_for_sparseness(0.6, 50)), np.ones(3)
     want, _ = project_rows(np, X, l1, l2)
     calls = []
-    monkeypatch.setattr(projection, "_FUSED", [lambda *args: calls.append(args) or "fused"])
+    monkeypatch.setattr(
+        projection, "_FUSED", [lambda *args, **kwargs: calls.append(args) or "fused"]
+    )
     assert project_rows(_NotNumpy(), X, l1, l2) == "fused" and len(calls) == 1
     assert project_rows(np, X, l1, l2)[0] is not None and len(calls) == 1  # NumPy: array code
 
     NvvmSupportError = type("NvvmSupportError", (Exception,), {"__module__": "numba.cuda.cudadrv"})
 
-    def no_compiler(*args):
+    def no_compiler(*args, **kwargs):
         raise NvvmSupportError("libNVVM cannot be found")
 
     monkeypatch.setattr(projection, "_FUSED", [no_compiler])
@@ -458,7 +460,7 @@ def test_device_rows_take_the_fused_kernels_else_the_array_code(monkeypatch):
     assert projection._FUSED == [None]
     np.testing.assert_array_equal(project_rows(_NotNumpy(), X, l1, l2)[0], want)  # no warning
 
-    def bug(*args):
+    def bug(*args, **kwargs):
         raise IndexError("a bug, not a missing compiler")
 
     monkeypatch.setattr(projection, "_FUSED", [bug])
@@ -468,7 +470,7 @@ def test_device_rows_take_the_fused_kernels_else_the_array_code(monkeypatch):
     # numba-cuda 0.30 with numpy 2.5 fails inside its own code with a plain
     # AttributeError (np.row_stack is gone): the array code projects.
     inside_numba = {"__name__": "numba.cuda.np.arrayobj", "np": np}
-    exec("def compile_kernels(*args):\n    return np.row_stack\n", inside_numba)
+    exec("def compile_kernels(*args, **kwargs):\n    return np.row_stack\n", inside_numba)
     monkeypatch.setattr(projection, "_FUSED", [inside_numba["compile_kernels"]])
     if hasattr(np, "row_stack"):  # numpy < 2.5: raise as numpy 2.5 would
         monkeypatch.delattr(np, "row_stack")

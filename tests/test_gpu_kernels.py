@@ -45,7 +45,7 @@ def test_kernels_pass_under_the_simulator():
         cwd=os.path.dirname(HERE),
     )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    assert "8 passed, 1 skipped" in out.stdout, out.stdout[-2000:]
+    assert "10 passed, 1 skipped" in out.stdout, out.stdout[-2000:]
 
 
 def reference_partials(A, alpha, signed, threads=THREADS, chunk=CHUNK):
@@ -193,6 +193,33 @@ def test_fused_projection_is_the_cpu_projection(dtype, signed, monkeypatch):
     assert np.count_nonzero(S[9]) == 1 and S[9, np.argmax(np.abs(X[9]))] == pytest.approx(
         np.sign(X[9, np.argmax(np.abs(X[9]))]) * l2[9]
     )
+
+
+@in_simulator
+@pytest.mark.parametrize(("dtype", "signed"), [(np.float32, False), (np.float64, True)])
+def test_a_float32_result_is_the_float64_result_rounded_once(dtype, signed, monkeypatch):
+    """``dtype=np.float32``: the kernels store each entry of the float64
+    projection rounded once, the bits of casting the float64 result; so do
+    the rows that take the other paths (the CPU kernel, sparseness 1, not
+    finite), and the array code."""
+    from nmfsc.gpu_backend import fused
+    from nmfsc.gpu_backend.projection import project_rows_by_arrays
+
+    X, l1, l2 = hard_rows(300, dtype, signed)
+    X[2, 7] = np.nan
+    both = [
+        fused.project_rows_fused(np, X, l1, l2, not signed, dtype=out, threads=THREADS, chunk=CHUNK)
+        for out in (None, np.float32)
+    ]
+    (wide, finite), (narrow, finite32) = both
+    assert wide.dtype == np.float64 and narrow.dtype == np.float32
+    np.testing.assert_array_equal(finite32, finite)
+    assert not finite[2] and finite.sum() == X.shape[0] - 1
+    np.testing.assert_array_equal(narrow, wide.astype(np.float32))
+    wide, _ = project_rows_by_arrays(np, X, l1, l2, not signed)
+    narrow, _ = project_rows_by_arrays(np, X, l1, l2, not signed, np.float32)
+    assert narrow.dtype == np.float32
+    np.testing.assert_array_equal(narrow, wide.astype(np.float32))
 
 
 @in_simulator

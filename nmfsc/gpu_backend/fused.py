@@ -19,7 +19,8 @@ each), of a projection that takes P passes whose supports are
   support only shrinks, so nothing is lost (a row whose threshold falls,
   by rounding, reads the rows again);
 - the norm of :math:`\max(a - \alpha, 0)` reads B's last support;
-- the result: one read of every row and one float64 write.
+- the result: one read of every row and one write, in the dtype asked
+  for (the solvers ask for the rows' own: float32 rows get a float32 result).
 
 So about :math:`4 + 2 \sum_p k_p / n` passes, where the array code makes
 about ten per Hoyer pass. Every sum is the same, added in the same order,
@@ -98,10 +99,14 @@ class _Launcher:
         kernel[grid, block, self.stream](*args)
 
 
-def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None, info=None):
+def project_rows_fused(
+    xp, X, l1, l2, nonneg=True, *, dtype=None, threads=None, chunk=None, info=None
+):
     """:func:`nmfsc.gpu_backend.projection.project_rows` by the fused
-    kernels: ``(S, finite)``, S float64 of X's shape (rows that are not
-    finite are NaN), ``finite`` a boolean per row. ``xp`` is ``cupy`` on a
+    kernels: ``(S, finite)``, S of X's shape in ``dtype`` (float64 by
+    default; the kernels compute each entry in float64 and store it
+    rounded once), NaN in the rows that are not finite, ``finite`` a
+    boolean per row. ``xp`` is ``cupy`` on a
     GPU, or ``numpy`` under Numba's CUDA simulator (the tests).
     ``threads`` and ``chunk`` override :func:`layout` (the tests use small
     ones). A dict ``info`` receives ``passes`` (Hoyer passes taken),
@@ -109,14 +114,14 @@ def project_rows_fused(xp, X, l1, l2, nonneg=True, *, threads=None, chunk=None, 
     ``written`` (entries the passes read and kept): the benchmark's account
     of the memory traffic (counting them costs time: not for timed calls)."""
     if xp is np:
-        return _project_rows(xp, X, l1, l2, nonneg, threads, chunk, info)
+        return _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, info)
     from numba import cuda
 
     with cuda.gpus[X.device.id]:  # Numba's context on CuPy's array's GPU
-        return _project_rows(xp, X, l1, l2, nonneg, threads, chunk, info)
+        return _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, info)
 
 
-def _project_rows(xp, X, l1, l2, nonneg, threads, chunk, info):
+def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, info):
     if X.dtype != xp.float32:  # float32 rows stay float32; their sums are float64
         X = X.astype(xp.float64, copy=False)
     X = xp.ascontiguousarray(X)
@@ -134,7 +139,7 @@ def _project_rows(xp, X, l1, l2, nonneg, threads, chunk, info):
     limit = max_passes(n)
     moving = xp.zeros(limit, dtype=xp.int64)
     factor = xp.ones(count)
-    S = xp.empty((count, n))
+    S = xp.empty((count, n), dtype=xp.float64 if dtype is None else dtype)
     # Device views of each array, made once (alpha and state are also
     # written by CuPy below, through the arrays they view).
     x_, l1_, l2_, alpha_, state_, moving_, factor_, s_ = map(

@@ -55,12 +55,14 @@ __all__ = ["fused_kernels", "project_batch_device", "project_rows", "project_row
 FEASIBLE_RTOL = 1e-13
 
 
-def project_rows(xp, X, l1, l2, nonneg=True):
+def project_rows(xp, X, l1, l2, nonneg=True, dtype=None):
     """Project each row of the 2-D array X onto its targets ``l1[r]``, ``l2[r]``
-    (1-D float64 arrays of ``xp``). Returns ``(S, finite)``: S in float64 of
-    X's shape (rows that are not finite are left NaN) and a boolean per row.
-    Float32 rows are read as they are (the passes' sums in float64), so that
-    only the result is a float64 array of their size.
+    (1-D float64 arrays of ``xp``). Returns ``(S, finite)``: S of X's shape
+    (rows that are not finite are left NaN) and a boolean per row. The
+    projection is computed in float64 and S is stored in ``dtype``
+    (float64 by default; float32 rounds each entry once, as casting the
+    float64 result would). Float32 rows are read as they are (the passes'
+    sums in float64), so that no float64 copy of them is made.
 
     CuPy rows are projected by the fused CUDA kernels
     (:func:`nmfsc.gpu_backend.fused.project_rows_fused`) where Numba's CUDA
@@ -79,10 +81,10 @@ def project_rows(xp, X, l1, l2, nonneg=True):
                     # numba-cuda raises a class of its own for the same note.
                     warnings.filterwarnings("ignore", message=".*under-utilization")
                     warnings.simplefilter("ignore", DeprecationWarning)
-                    return fused(xp, X, l1, l2, nonneg)
+                    return fused(xp, X, l1, l2, nonneg, dtype=dtype)
             except Exception as error:  # Numba's CUDA errors: no compiler (NVVM), driver
                 _fused_failed(error, stacklevel=2)
-    return project_rows_by_arrays(xp, X, l1, l2, nonneg)
+    return project_rows_by_arrays(xp, X, l1, l2, nonneg, dtype)
 
 
 def _fused_failed(error, stacklevel):
@@ -118,7 +120,7 @@ def _from_numba(error):
     return False
 
 
-def project_rows_by_arrays(xp, X, l1, l2, nonneg=True):
+def project_rows_by_arrays(xp, X, l1, l2, nonneg=True, dtype=None):
     """:func:`project_rows` by the array code, whatever the arrays: the
     threshold of each row from :func:`thresholds_by_passes`, or from
     :func:`thresholds_by_sort` where the passes do not settle."""
@@ -161,7 +163,7 @@ def project_rows_by_arrays(xp, X, l1, l2, nonneg=True):
         row = project(to_host(X[r]), float(l1[r]), float(l2[r]), nonneg=nonneg)
         S[r] = xp.asarray(row)
     S = xp.where(finite[:, None], S, xp.nan)
-    return S, finite
+    return S.astype(xp.float64 if dtype is None else dtype, copy=False), finite
 
 
 _FUSED: list = []  # [project_rows_fused] or [None], once decided

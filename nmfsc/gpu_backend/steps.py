@@ -157,10 +157,10 @@ class DeviceHoyerSteps(HoyerSteps):
         }
 
     def _project_start(self, X, l1, l2):
-        S, finite = project_rows(self.xp, X, l1, l2)
+        S, finite = project_rows(self.xp, X, l1, l2, dtype=X.dtype)
         if not bool(finite.all()):
             raise ValueError("the start has a row that cannot be projected: it is not finite")
-        return S.astype(X.dtype, copy=False)
+        return S
 
     def h_multiplicative(self, W, H, rescale=True):
         xp = self.xp
@@ -216,9 +216,8 @@ class DeviceHoyerSteps(HoyerSteps):
                 l2 = xp.ones(count)
                 usable = True
             if usable:
-                S, finite = project_rows(xp, trial, l1_unit * l2, l2)
+                S, finite = project_rows(xp, trial, l1_unit * l2, l2, dtype=X.dtype)
                 if bool(finite.all()):
-                    S = S.astype(X.dtype, copy=False)
                     quad = S @ S.T
                     after = _expanded(xp, self.vv, A, S, G, quad)
                     if after <= before:
