@@ -30,7 +30,12 @@ from nmfsc._estimator_base import (
 from nmfsc._missing_values import check_missing_values, observed_entries
 from nmfsc._validation import as_float_array, check_optional_sparseness, check_positive_int
 from nmfsc.dask_backend import dask_frobenius_norm, is_dask_array
-from nmfsc.gpu_backend.arrays import device_frobenius_norm, namespace, to_host
+from nmfsc.gpu_backend.arrays import (
+    as_device_float_array,
+    device_frobenius_norm,
+    namespace,
+    to_host,
+)
 from nmfsc.solvers.coefficients import fit_coefficients
 from nmfsc.solvers.framework import NMFResult, frobenius_norm
 from nmfsc.solvers.hoyer import nmf_sc
@@ -435,20 +440,11 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                 "CuPy array: pass cupy.asarray(X)"
             )
         xp = namespace(X)
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-D, got an array with ndim={X.ndim}")
-        if X.dtype.kind not in "fiub":
-            raise TypeError(f"X must be a real numeric array, got dtype {X.dtype}")
+        X = as_device_float_array(xp, X, "X", 2)  # float32 in, float32 out
         if X.shape[1] != self.n_components_:
             raise ValueError(
                 f"X has {X.shape[1]} columns, but {name} has {self.n_components_} components"
             )
-        if X.size == 0:
-            raise ValueError(f"X is empty (shape {X.shape}); it needs at least one entry")
-        if not bool(xp.isfinite(X).all()):
-            raise ValueError("X contains NaN or infinity")
-        if X.dtype != np.float32:  # float32 in, float32 out
-            X = X.astype(xp.float64, copy=False)
         return X @ xp.asarray(self.components_)
 
     def score(self, X: ArrayLike, y: Any = None) -> float:

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_device_data", "device_frobenius_norm", "inner", "namespace", "to_host"]
+__all__ = [
+    "as_device_float_array",
+    "check_device_data",
+    "device_frobenius_norm",
+    "inner",
+    "namespace",
+    "to_host",
+]
 
 
 def namespace(x):
@@ -43,20 +50,32 @@ def device_frobenius_norm(xp, X, scale):
     return scale * float(np.sqrt(inner(xp, normalised, normalised)))
 
 
+def as_device_float_array(xp, X, name, ndim, *, check_finite=True):
+    """X checked on its device as :func:`nmfsc._validation.as_float_array`
+    checks a host array, with its messages (real numeric dtype, ``ndim``
+    dimensions, not empty, finite): float32 and float64 stay as they are,
+    other real dtypes become float64 there. ``check_finite=False`` leaves
+    the finiteness to the caller (a message of its own)."""
+    if X.dtype.kind not in "fiub":
+        raise TypeError(f"{name} must be a real numeric array, got dtype {X.dtype}")
+    if X.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got an array with ndim={X.ndim}")
+    if X.size == 0:
+        raise ValueError(f"{name} is empty (shape {X.shape}); it needs at least one entry")
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(xp.float64)
+    if check_finite and not bool(xp.isfinite(X).all()):
+        raise ValueError(f"{name} contains NaN or infinity")
+    return X
+
+
 def check_device_data(xp, V):
     """V checked as the in-memory solvers check it (2-D, non-empty, real,
     finite, non-negative, not all zeros), on the device, and max(V).
 
     float32 and float64 stay as they are, other real dtypes become float64
     (on the device). Each error is one line naming the problem."""
-    if V.ndim != 2:
-        raise ValueError(f"V must be 2-D, got an array with ndim={V.ndim}")
-    if V.size == 0:
-        raise ValueError(f"V is empty (shape {V.shape}); it needs at least one entry")
-    if V.dtype.kind not in "fiub":
-        raise TypeError(f"V must be a real numeric array, got dtype {V.dtype}")
-    if V.dtype not in (np.float32, np.float64):
-        V = V.astype(xp.float64)
+    V = as_device_float_array(xp, V, "V", 2, check_finite=False)
     bad = int(xp.count_nonzero(~xp.isfinite(V)))
     if bad:
         raise ValueError(f"V contains {bad} NaN or infinite values; remove or impute them")
