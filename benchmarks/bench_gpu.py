@@ -2,7 +2,7 @@
 
     python benchmarks/bench_gpu.py                     # on a machine with a GPU and CuPy
     python benchmarks/bench_gpu.py --numpy --shape 288 3000   # the same code, NumPy, no GPU
-    bash benchmarks/run_gpu_checks.sh                  # the GPU tests, then this script
+    bash benchmarks/run_gpu_checks.sh                  # this script, then the GPU tests
 
 Prints every number issue 33's GPU targets name, measured in one process:
 

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Issue 33's GPU checks in one go, for a machine with an NVIDIA GPU and CuPy:
-# the GPU tests (tests/test_gpu.py, including those that skip without a GPU,
-# and tests/test_gpu_kernels.py, the fused projection's kernels under Numba's
-# CUDA simulator), then benchmarks/bench_gpu.py (arguments are passed on to
-# it). Runs from a checkout without installing it (needs numpy, numba, scipy,
-# pytest, hypothesis and CuPy; any cupy-cuda1Nx that matches the driver; and
+# Issue 33's GPU checks in one go, for a machine with an NVIDIA GPU and CuPy,
+# in an order that keeps the most wanted output when time is short: the
+# versions and whether the fused projection's kernels compile, then
+# benchmarks/bench_gpu.py (every GPU number; arguments are passed on to it),
+# then the GPU tests (tests/test_gpu.py and tests/test_cuda_target.py; the
+# fused kernels' tests under Numba's CUDA simulator, tests/test_gpu_kernels.py,
+# need no GPU: CI runs them). Each part runs under
+# its own time limit (seconds: BENCH_LIMIT, default 300; TESTS_LIMIT, default
+# 240), so one slow part does not take the other's output with it. Runs from
+# a checkout without installing it (needs numpy, numba, scipy, pytest,
+# hypothesis and CuPy; any cupy-cuda1Nx that matches the driver; and
 # numba-cuda for the fused projection, else the array code projects).
 #
 #     bash benchmarks/run_gpu_checks.sh            # about 15 GB of GPU memory
@@ -12,19 +17,32 @@ set -o pipefail
 cd "$(dirname "$0")/.." || exit 1
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 python3 -c "import cupy; print('CuPy', cupy.__version__, 'GPUs:', cupy.cuda.runtime.getDeviceCount())" || exit 1
-python3 -c "
-from importlib.metadata import PackageNotFoundError, version
-try:
-    print('numba-cuda', version('numba-cuda'))
-except PackageNotFoundError:
-    print('numba-cuda is not installed: numba', version('numba'), 'provides numba.cuda')
-from nmfsc.gpu_backend.projection import fused_kernels
-print('fused projection kernels:', 'yes' if fused_kernels() else 'NO (the array code projects)')
-"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-python3 -m pytest tests/test_gpu.py tests/test_gpu_kernels.py -q -p no:cacheprovider -rs
-tests=$?
-python3 benchmarks/bench_gpu.py "$@"
+python3 -c "
+import time
+from importlib.metadata import PackageNotFoundError, version
+for name in ('numpy', 'numba', 'numba-cuda'):
+    try:
+        print(name, version(name))
+    except PackageNotFoundError:
+        print(name, 'is not installed')
+import cupy
+from nmfsc import l1_for_sparseness
+from nmfsc.gpu_backend.projection import fused_kernels
+fused = fused_kernels()
+print('fused projection kernels:', 'yes' if fused else 'NO (the array code projects)')
+if fused:
+    start = time.perf_counter()
+    for dtype in (cupy.float64, cupy.float32):
+        X = cupy.abs(cupy.random.default_rng(0).standard_normal((4, 5000))).astype(dtype)
+        fused(cupy, X, cupy.full(4, l1_for_sparseness(0.8, 5000)), cupy.ones(4), dtype=dtype)
+    cupy.cuda.Device().synchronize()
+    print(f'compiled and ran them (float64 and float32) in {time.perf_counter() - start:.1f} s')
+"
+timeout "${BENCH_LIMIT:-300}" python3 benchmarks/bench_gpu.py "$@"
 bench=$?
-echo "tests exit $tests, benchmark exit $bench (1: a target missed)"
+timeout "${TESTS_LIMIT:-240}" python3 -m pytest tests/test_gpu.py tests/test_cuda_target.py \
+    -q -p no:cacheprovider -rs
+tests=$?
+echo "benchmark exit $bench (1: a target missed; 124: out of time), tests exit $tests"
 exit $(( tests != 0 ))
