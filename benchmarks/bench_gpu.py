@@ -15,8 +15,10 @@ Prints every number issue 33's GPU targets name, measured in one process:
   search trial multiplies);
 - the projection of H's 72 rows of T entries on the GPU against one pass
   over them (a sum): by the fused Numba CUDA kernels (what ``nmf_sc`` uses
-  where Numba's CUDA target is installed), with the Hoyer passes they took,
-  and by the array code (CuPy operations, the fallback) in the same run;
+  where Numba's CUDA target is installed), with the Hoyer passes they took
+  and with the host reading the rows still moving after every pass, every
+  second (the default) and every fourth, and by the array code (CuPy
+  operations, the fallback) in the same run;
 - in the GPU run, the projections per iteration (one per line search
   trial) and the time in them, and the rest of the iteration against its
   products;
@@ -45,6 +47,7 @@ import platform
 import sys
 import time
 import warnings
+from functools import partial
 
 import numpy as np
 from numba.core.errors import NumbaPerformanceWarning
@@ -274,6 +277,12 @@ def main(argv=None):
         info: dict = {}
         fused(xp, trial, l1s, ones, info=info)
         fused_s = best_seconds(lambda: fused(xp, trial, l1s, ones), sync)
+        # The host's reads of the rows still moving: after every pass, and
+        # every fourth (the default is between: fused.CHECK_EVERY).
+        spacing_s = {
+            every: best_seconds(partial(fused, xp, trial, l1s, ones, check_every=every), sync)
+            for every in (1, 4)
+        }
         how = (
             f"fused kernels, {info['passes']} Hoyer passes, {info['sorted']} rows sorted, "
             f"{info['on_cpu']} on the CPU"
@@ -310,6 +319,13 @@ def main(argv=None):
         f"| {projection_s:.5f} |"
     )
     print(f"| the same, fused kernels | {'not run' if fused is None else f'{fused_s:.5f}'} |")
+    if fused is not None:
+        from nmfsc.gpu_backend.fused import CHECK_EVERY
+
+        print(
+            f"| (that is with the host reading every {CHECK_EVERY} passes; every pass: "
+            f"{spacing_s[1]:.5f}, every 4: {spacing_s[4]:.5f}) | |"
+        )
     print(f"| the same, array code (the fallback) | {array_code_s:.5f} |")
     print(f"| one pass over them (a sum), GPU | {pass_s:.5f} |")
     print(

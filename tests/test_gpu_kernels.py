@@ -45,7 +45,7 @@ def test_kernels_pass_under_the_simulator():
         cwd=os.path.dirname(HERE),
     )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    assert "10 passed, 1 skipped" in out.stdout, out.stdout[-2000:]
+    assert "11 passed, 1 skipped" in out.stdout, out.stdout[-2000:]
 
 
 def reference_partials(A, alpha, signed, threads=THREADS, chunk=CHUNK):
@@ -220,6 +220,27 @@ def test_a_float32_result_is_the_float64_result_rounded_once(dtype, signed, monk
     narrow, _ = project_rows_by_arrays(np, X, l1, l2, not signed, np.float32)
     assert narrow.dtype == np.float32
     np.testing.assert_array_equal(narrow, wide.astype(np.float32))
+
+
+@in_simulator
+def test_the_hosts_reads_between_passes_change_nothing():
+    """Passes launched after every row has settled, before the host looks
+    (``check_every`` > 1), leave the result as it is: the same bits for
+    every spacing of the host's reads."""
+    from nmfsc.gpu_backend.fused import project_rows_fused
+
+    X, l1, l2 = hard_rows(300, np.float64, False)
+    info = {}
+    want, finite = project_rows_fused(
+        np, X, l1, l2, threads=THREADS, chunk=CHUNK, check_every=1, info=info
+    )
+    assert info["passes"] > 3  # so that spacings of 2-5 end past the last pass
+    for check_every in (2, 3, 5, 1000):
+        got, got_finite = project_rows_fused(
+            np, X, l1, l2, threads=THREADS, chunk=CHUNK, check_every=check_every
+        )
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got_finite, finite)
 
 
 @in_simulator

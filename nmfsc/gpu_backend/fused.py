@@ -25,11 +25,14 @@ each), of a projection that takes P passes whose supports are
 So about :math:`4 + 2 \sum_p k_p / n` passes, where the array code makes
 about ten per Hoyer pass. Every sum is the same, added in the same order,
 as if each pass read the whole rows.
-The host reads one integer per pass (the rows still moving) to
-know when to stop. The rare rows take the array code's paths, on those
-rows only: a row whose passes do not settle gets its threshold from its
-sorted entries (:func:`~nmfsc.gpu_backend.thresholds.thresholds_by_sort`),
-one with no consistent support in floating point is projected by the CPU
+The host reads one integer every :data:`CHECK_EVERY` passes (the rows
+still moving in the last) to know when to stop, so that it queues the
+launches of the passes between while the GPU runs the ones before; a
+pass after every row has settled changes nothing (its blocks leave at
+once). The rare rows take the array code's paths, on those rows only: a
+row whose passes do not settle gets its threshold from its sorted
+entries (:func:`~nmfsc.gpu_backend.thresholds.thresholds_by_sort`), one
+with no consistent support in floating point is projected by the CPU
 kernel (copied to the host and back), and a row at sparseness 1 gets
 :math:`L_2` at its first largest entry. The result is that of
 :func:`~nmfsc.gpu_backend.projection.project_rows` to rounding (the sums
@@ -56,6 +59,8 @@ CHUNK_PER_THREAD = 16
 ROW_BLOCK = 128
 #: Chunks per row, at most (CUDA's limit on a grid's y dimension).
 MAX_CHUNKS = 65_535
+#: Passes launched between two host reads of the rows still moving.
+CHECK_EVERY = 2
 
 
 def layout(n):
@@ -100,7 +105,17 @@ class _Launcher:
 
 
 def project_rows_fused(
-    xp, X, l1, l2, nonneg=True, *, dtype=None, threads=None, chunk=None, info=None
+    xp,
+    X,
+    l1,
+    l2,
+    nonneg=True,
+    *,
+    dtype=None,
+    threads=None,
+    chunk=None,
+    check_every=CHECK_EVERY,
+    info=None,
 ):
     """:func:`nmfsc.gpu_backend.projection.project_rows` by the fused
     kernels: ``(S, finite)``, S of X's shape in ``dtype`` (float64 by
@@ -109,19 +124,22 @@ def project_rows_fused(
     boolean per row. ``xp`` is ``cupy`` on a
     GPU, or ``numpy`` under Numba's CUDA simulator (the tests).
     ``threads`` and ``chunk`` override :func:`layout` (the tests use small
-    ones). A dict ``info`` receives ``passes`` (Hoyer passes taken),
+    ones). ``check_every``: passes between the host's reads of the rows
+    still moving (:data:`CHECK_EVERY`; the result does not depend on it;
+    with ``info``, every pass is read). A dict ``info`` receives
+    ``passes`` (Hoyer passes taken),
     ``sorted`` and ``on_cpu`` (rows that took those paths), ``read`` and
     ``written`` (entries the passes read and kept): the benchmark's account
     of the memory traffic (counting them costs time: not for timed calls)."""
     if xp is np:
-        return _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, info)
+        return _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, info)
     from numba import cuda
 
     with cuda.gpus[X.device.id]:  # Numba's context on CuPy's array's GPU
-        return _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, info)
+        return _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, info)
 
 
-def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, info):
+def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, info):
     if X.dtype != xp.float32:  # float32 rows stay float32; their sums are float64
         X = X.astype(xp.float64, copy=False)
     X = xp.ascontiguousarray(X)
@@ -195,9 +213,10 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, info):
         )
         if info is not None and p > 0:
             traffic[1] += int(xp.sum(xp.where(active, kept.sum(axis=(1, 2)), 0)))
-        if int(moving[p]) == 0:
+        due = info is not None or (p + 1) % check_every == 0
+        if due and int(moving[p]) == 0:
             break
-    passes = p + 1
+    passes = p + 1  # exact with ``info``, where every pass is read
     fates = to_host(state)
     unsettled = np.flatnonzero((fates == K.ACTIVE) | (fates == K.STUCK))
     if unsettled.size:
