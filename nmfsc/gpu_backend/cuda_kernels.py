@@ -16,13 +16,20 @@ moving is an atomic integer counter, which is exact.)
   count k, :math:`S_1 = \sum a_i`, :math:`S_2 = \sum a_i^2`, and ``odd``,
   the entries that are not finite (counted in units of ``NOT_FINITE``)
   plus those below 0. With :math:`\alpha = -\infty` (the first pass) S1 and
-  S2 are the row's total and squared norm.
+  S2 are the row's total and squared norm. A row reads its entries from A,
+  or from B where B holds a support at a threshold no higher (``from_a``
+  0); where ``compact`` is set, the pass keeps its support in B, each
+  thread in its own slots in A's order (in place when it reads B).
 - ``finish_pass``: per row, the partials' sums; after the first pass the
   row's fate (not finite, already meeting its targets, sparseness 1); then
   Hoyer's closed form :math:`\alpha_k = S_1/k - \rho \sqrt{(S_2 - S_1^2/k) /
   (k (k - \rho^2))}` with :math:`\rho = L_1 / L_2`. A row whose support
   did not change is ``SETTLED``; one with no room (:math:`k \le \rho^2`)
   or a threshold that is not finite is ``STUCK`` (it would never settle).
+  It also decides the next pass's source (B where B still holds a superset
+  of its support, else A) and whether the next pass keeps its support
+  (``compact``: where this pass's support is below :data:`COMPACT_BELOW`
+  of the entries the next one reads).
 - ``clip_sums`` and ``finish_norm``: :math:`\lVert \max(a - \alpha, 0)
   \rVert` of the settled rows, then :math:`\beta = L_2 / \lVert\cdot\rVert`.
 - ``scale``: the result, :math:`s = \beta \max(a - \alpha, 0)` (with x's
@@ -47,6 +54,7 @@ from numba import cuda, float64, int64
 
 __all__ = [
     "ACTIVE",
+    "COMPACT_BELOW",
     "FALLBACK",
     "MEETS",
     "NOT_FINITE",
@@ -66,6 +74,11 @@ ACTIVE, SETTLED, STUCK, MEETS, SINGLE, NONFINITE, FALLBACK = range(7)
 NOT_FINITE = 1 << 32
 #: "Already meets the targets" and "sparseness 1", relative (the CPU kernels').
 FEASIBLE_RTOL = 1e-13
+#: A pass keeps its support in B (rewrites it, compacted) when the support
+#: of the pass before is below this fraction of the entries it reads: a
+#: rewrite costs a write of the support and saves the next passes' reads
+#: of the entries it drops.
+COMPACT_BELOW = 0.75
 
 
 @cache
@@ -92,7 +105,7 @@ def pass_kernels(threads):
 
     @cuda.jit
     def support_sums(
-        A, B, kept, from_a, write, signed, alpha, state, chunk, count_out, s1_out, s2_out, odd_out
+        A, B, kept, from_a, compact, signed, alpha, state, chunk, count_out, s1_out, s2_out, odd_out
     ):
         r = cuda.blockIdx.x
         c = cuda.blockIdx.y
@@ -103,6 +116,7 @@ def pass_kernels(threads):
         start = c * chunk
         end = min(start + chunk, n)
         level = alpha[r]
+        keep = compact[r] != 0
         k = 0
         s1 = 0.0
         s2 = 0.0
@@ -118,7 +132,7 @@ def pass_kernels(threads):
                     k += 1
                     s1 += x
                     s2 += x * x
-                    if write:
+                    if keep:
                         B[r, start + t + w * threads] = x
                         w += 1
                 if not math.isfinite(x):
@@ -126,16 +140,17 @@ def pass_kernels(threads):
                 elif x < 0:
                     odd += 1
                 i += threads
-        else:  # B holds the last support: this thread's entries of it, in A's order
+        else:  # B holds a support at most this one's level: this thread's entries, in A's order
             for j in range(kept[r, c, t]):
                 x = float64(B[r, start + t + j * threads])
                 if x > level:
                     k += 1
                     s1 += x
                     s2 += x * x
-                    B[r, start + t + w * threads] = x  # w <= j: in place
-                    w += 1
-        if write or not from_a[r]:
+                    if keep:
+                        B[r, start + t + w * threads] = x  # w <= j: in place
+                        w += 1
+        if keep:
             kept[r, c, t] = w
         k = tree_sum(cuda.shared.array(threads, int64), t, k)
         s1 = tree_sum(cuda.shared.array(threads, float64), t, s1)
@@ -157,12 +172,16 @@ def pass_kernels(threads):
         l2,
         first,
         nonneg,
+        n,
         alpha,
         size,
         state,
         moving,
         p,
         from_a,
+        compact,
+        stored,
+        kept_level,
     ):
         r = cuda.grid(1)
         if r >= state.shape[0] or state[r] != ACTIVE:
@@ -201,10 +220,20 @@ def pass_kernels(threads):
         if not math.isfinite(new):
             state[r] = STUCK
             return
-        # B keeps the entries above the pass's threshold: the next pass may
-        # read it where its threshold is not lower (always, but for rounding).
-        if not first:
-            from_a[r] = 0 if new >= alpha[r] else 1
+        # B holds the entries above kept_level (the threshold of the last
+        # pass that kept its support): the next pass reads it where its
+        # threshold is not lower (always, but for rounding), else the rows.
+        if compact[r]:
+            stored[r] = k
+            kept_level[r] = alpha[r]
+            in_b = True
+        else:
+            in_b = from_a[r] == 0
+        from_a[r] = 0 if in_b and new >= kept_level[r] else 1
+        # Keep the next pass's support where this one is already well
+        # below what the next pass reads (its support is at most this one).
+        slots = stored[r] if from_a[r] == 0 else n
+        compact[r] = 1 if kf < COMPACT_BELOW * float64(slots) else 0
         alpha[r] = new
         if k == size[r]:
             state[r] = SETTLED

@@ -12,19 +12,26 @@ each), of a projection that takes P passes whose supports are
   gives each row's total, norm, and whether it is finite and
   non-negative, so the "already meets the targets" test costs nothing
   more;
-- the second reads them once more and keeps its support's entries in a
-  buffer B of the rows' size (each thread its own slots, in the rows'
-  order); every later pass reads only the entries B kept and keeps its
-  own support among them, in place: :math:`k_{p-1} + k_p` entries. The
-  support only shrinks, so nothing is lost (a row whose threshold falls,
-  by rounding, reads the rows again);
-- the norm of :math:`\max(a - \alpha, 0)` reads B's last support;
+- a later pass reads the rows again, or the entries a buffer B of the
+  rows' size holds (each thread its own slots, in the rows' order): the
+  support of an earlier pass, a superset of its own, since the support
+  only shrinks (a row whose threshold falls, by rounding, reads the rows
+  again). Where the support of the pass before is below
+  :data:`~nmfsc.gpu_backend.cuda_kernels.COMPACT_BELOW` (three quarters)
+  of what the pass reads, the pass also keeps its own support in B (in
+  place when it reads B): a write of :math:`k_p` entries that spares the
+  later passes the entries it drops. So a pass costs :math:`b` entries
+  read, plus :math:`k_p` written where it keeps, with :math:`b` the rows'
+  n or B's last kept support;
+- the norm of :math:`\max(a - \alpha, 0)` reads B (or the rows);
 - the result: one read of every row and one write, in the dtype asked
   for (the solvers ask for the rows' own: float32 rows get a float32 result).
 
-So about :math:`4 + 2 \sum_p k_p / n` passes, where the array code makes
-about ten per Hoyer pass. Every sum is the same, added in the same order,
-as if each pass read the whole rows.
+Keeping only where the support has shrunk that far costs less than
+keeping it at every pass (benchmarks/README.md has the count on an
+``nmf_sc`` run's trials); the array code makes about ten passes per Hoyer
+pass. Every sum is the same, added in the same order, as if each pass
+read the whole rows.
 The host reads one integer every :data:`CHECK_EVERY` passes (the rows
 still moving in the last) to know when to stop, so that it queues the
 launches of the passes between while the GPU runs the ones before; a
@@ -165,10 +172,15 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, inf
     )
     size_ = launch.view(xp.full(count, -1, dtype=xp.int64))
     # The support's entries, kept by each thread in its own slots of its
-    # chunk, so that later passes read only them (the support shrinks).
+    # chunk, so that later passes read only them (the support shrinks):
+    # where they are read from (A or B), whether a pass keeps its support,
+    # the size and threshold of the support B holds.
     from_a = xp.ones(count, dtype=xp.int32)
+    compact = xp.zeros(count, dtype=xp.int32)
     kept = xp.zeros((count, chunks, threads), dtype=xp.int32)
-    b_, kept_, from_a_ = map(launch.view, (xp.empty_like(X), kept, from_a))
+    b_, kept_, from_a_, compact_ = map(launch.view, (xp.empty_like(X), kept, from_a, compact))
+    stored_ = launch.view(xp.zeros(count, dtype=xp.int64))
+    kept_level_ = launch.view(xp.full(count, -np.inf))
     traffic = [0, 0]  # entries read and written by the passes (only with ``info``)
     parts = [launch.view(xp.empty((count, chunks), dtype=d)) for d in (xp.int64, float, float)]
     parts.append(launch.view(xp.empty((count, chunks), dtype=xp.int64)))
@@ -178,6 +190,7 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, inf
     for p in range(limit):
         if info is not None:
             active = state == K.ACTIVE
+            keeps = active & (compact == 1)
             in_b = kept.sum(axis=(1, 2))
             traffic[0] += int(xp.sum(xp.where(active, xp.where(from_a == 1, n, in_b), 0)))
         launch(
@@ -188,7 +201,7 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, inf
             b_,
             kept_,
             from_a_,
-            p > 0,
+            compact_,
             signed,
             alpha_,
             state_,
@@ -204,15 +217,19 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, inf
             l2_,
             p == 0,
             nonneg,
+            n,
             alpha_,
             size_,
             state_,
             moving_,
             p,
             from_a_,
+            compact_,
+            stored_,
+            kept_level_,
         )
-        if info is not None and p > 0:
-            traffic[1] += int(xp.sum(xp.where(active, kept.sum(axis=(1, 2)), 0)))
+        if info is not None:
+            traffic[1] += int(xp.sum(xp.where(keeps, kept.sum(axis=(1, 2)), 0)))
         due = info is not None or (p + 1) % check_every == 0
         if due and int(moving[p]) == 0:
             break
