@@ -131,6 +131,29 @@ def test_device_sweeps_are_the_kernels_sweeps(rule, dtype):
     np.testing.assert_array_equal(X, before)
 
 
+def test_small_device_sweeps_run_on_the_host(monkeypatch):
+    """A device sub-problem of at most HOST_ENTRIES entries is swept by the
+    CPU's own sweep (the same bits), its result back in the device's
+    namespace; a larger one, and NumPy arrays, take the array code."""
+    from nmfsc.gpu_backend import sweeps
+
+    rng = np.random.default_rng(8)
+    M, n = 6, 40
+    B = np.abs(rng.standard_normal((M, 2 * M)))
+    G, A = B @ B.T, np.abs(rng.standard_normal((M, n))) * 20.0
+    X = np.abs(rng.standard_normal((M, n)))
+    l1 = l1_for_sparseness(0.5, n)
+    calls = []
+    monkeypatch.setattr(sweeps, "sweep", lambda *a: calls.append(a) or sweep(*a))
+    got = sweep_rows(_NotNumpy(), X, G, A, rowblocks.RULE_SCALED, l1, 4, 0.0)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(got, sweep(X, G, A, rowblocks.RULE_SCALED, l1, 4, 0.0))
+    sweep_rows(np, X, G, A, rowblocks.RULE_SCALED, l1, 4, 0.0)
+    monkeypatch.setattr(sweeps, "HOST_ENTRIES", X.size - 1)
+    sweep_rows(_NotNumpy(), X, G, A, rowblocks.RULE_NONNEG, l1, 2, 0.0)
+    assert len(calls) == 1
+
+
 def test_accelerated_device_path_float32(V):
     params = {"sparseness_w": 0.5, "sparseness_h": 0.6}
     with pytest.warns(ConvergenceWarning, match="max_iter=15 reached"):

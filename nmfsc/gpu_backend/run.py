@@ -2,7 +2,10 @@
 with its hooks for V, W and H kept on the device.
 
 Only scalars, M-long and M x M arrays cross to the host during the
-iterations. A checkpoint copies W and H to the host to write them (as the
+iterations, and, with ``solver="accelerated"``, a factor of at most
+:data:`~nmfsc.gpu_backend.sweeps.HOST_ENTRIES` entries with the M x M and
+M x n matrices of its sub-problem (:mod:`nmfsc.gpu_backend.sweeps`: swept
+on the host, and back). A checkpoint copies W and H to the host to write them (as the
 in-memory format, so :func:`nmfsc.solvers.checkpoint.load_checkpoint`
 validates it) and a resumed run copies them back; V never leaves the
 device: its fingerprint is a digest of its row and column sums, computed

@@ -14,6 +14,13 @@ projection :math:`P(b_k)`; ``RULE_SCALED``: :math:`r P(b_k)`,
 :math:`r = \langle b_k, P(b_k)\rangle / g_{kk}`), and only where
 :math:`f_k` does not rise by the values computed in float64.
 
+A small sub-problem (X of at most :data:`HOST_ENTRIES` entries, such as
+the W step's W^T of M x N with N a few hundred) is swept on the host by
+the CPU's own :func:`nmfsc.solvers.accelerated.sweep`: X, G and A are
+copied there and the new X back, a few hundred kilobytes, where the array
+code below would make a few dozen launches and host reads per row and
+sweep. V never takes part. The rest, on the device:
+
 The kernel's order of work is kept: R = G X (float64) is held, the rows go
 in blocks of ``BLOCK``, each row's :math:`b_k` is corrected by the changes
 D of the block's rows before it, and after the block
@@ -33,15 +40,27 @@ import numpy as np
 from nmfsc._kernels.rowblocks import BLOCK, RULE_NONNEG, RULE_SCALED, RULE_UNIT
 from nmfsc.gpu_backend.arrays import to_host
 from nmfsc.gpu_backend.projection import project_rows
+from nmfsc.solvers.accelerated import sweep
 
-__all__ = ["sweep_rows", "unit_rows"]
+__all__ = ["HOST_ENTRIES", "sweep_rows", "unit_rows"]
+
+#: Device sub-problems whose X has at most this many entries are swept on
+#: the host (module docstring): 2 MB of float64, a quarter of a million
+#: entries (M = 72 rows of up to 3,640), copied in well under a
+#: millisecond, where the device's sweep costs launches and host reads per
+#: row whatever the rows' length.
+HOST_ENTRIES = 1 << 18
 
 
 def sweep_rows(xp, X, G, A, rule, l1=1.0, sweeps=1, delta=0.0):
     """Up to ``sweeps`` sweeps over the rows of X (module docstring); a new
     array of X's dtype (X is not modified). The sweeps stop early when one
     decreases f by at most ``delta`` times the first one's decrease, as
-    :func:`nmfsc.solvers.accelerated.sweep` does."""
+    :func:`nmfsc.solvers.accelerated.sweep` does. NumPy arrays (the tests)
+    always take the array code."""
+    if xp is not np and X.size <= HOST_ENTRIES:
+        host = sweep(to_host(X), to_host(G), to_host(A), rule, l1, sweeps, delta)
+        return xp.asarray(host)
     X = xp.array(X, copy=True, order="C")
     M, n = X.shape
     G64 = xp.asarray(G, dtype=xp.float64)
