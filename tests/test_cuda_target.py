@@ -165,9 +165,9 @@ j3, b, n = T.int32[:, :, ::1], T.boolean, T.int64
 for x in (T.float32[:, ::1], T.float64[:, ::1]):
     signatures = dict(
         support_sums=(x, f2, j3, j1, j1, b, f1, j1, n, i2, f2, f2, i2),
-        finish_pass=(i2, f2, f2, i2, f1, f1, b, b, n, f1, i1, j1, i1, n, j1, j1, i1, f1),
+        finish_pass=(i2, f2, f2, i2, f1, f1, b, b, n, f1, i1, j1, i1, n, j1, j1, i1, f1, f1),
         clip_sums=(x, f2, j3, j1, b, f1, j1, n, f2),
-        finish_norm=(f2, f1, j1, f1),
+        finish_norm=(f2, f1, f1, f1, j1, f1),
         scale=(x, b, f1, f1, j1, n, f2),
         scale_to_rows_dtype=(x, b, f1, f1, j1, n, x),  # project_rows(dtype=X.dtype)
     )

@@ -43,6 +43,7 @@ def _cupy_with_gpu():
 
 CUPY = _cupy_with_gpu()
 needs_gpu = pytest.mark.skipif(CUPY is None, reason="needs CuPy and a CUDA GPU")
+EPS = np.finfo(np.float64).eps
 # The issue's bound on float64 histories, GPU path against CPU, over 50 iterations.
 HISTORY_RTOL = 1e-9
 
@@ -129,6 +130,44 @@ def test_device_sweeps_are_the_kernels_sweeps(rule, dtype):
         tol = 1e-9 if dtype == np.float64 else 1e-5
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
     np.testing.assert_array_equal(X, before)
+
+
+def nearly_constant_rows(n=2000):
+    """Rows whose support's entries are nearly equal (1 + 1e-2 .. 1e-6 of
+    noise), at sparseness 0.3 to 0.9, and their targets: the threshold's
+    rounding, times beta ~ 1 / spread, is far above float64's there."""
+    rng = np.random.default_rng(3)
+    spreads = (1e-2, 1e-4, 1e-6)
+    X = np.stack([1.0 + e * rng.random(n) for e in spreads for _ in range(3)])
+    sparseness = [0.3, 0.6, 0.9] * len(spreads)
+    l1 = np.array([l1_for_sparseness(t, n) for t in sparseness])
+    return X, l1, np.ones(len(X))
+
+
+def test_ill_conditioned_rows_are_projected_as_on_the_cpu():
+    """The array code's rows with nearly equal entries: the CPU kernel's
+    result (the threshold's would miss the L1 target by up to 1e-4)."""
+    X, l1, l2 = nearly_constant_rows()
+    S, finite = project_rows(np, X, l1, l2)
+    assert finite.all()
+    for r in range(len(X)):
+        want = project(X[r], l1[r], l2[r])
+        np.testing.assert_array_equal(S[r], want)
+        assert abs(S[r].sum() - l1[r]) <= 4 * EPS * l1[r]
+
+
+def test_float32_rows_are_squared_in_float64():
+    """Float32 rows project as their float64 values do (the CPU's squares
+    are float64): within 16 ulps of l2 of the CPU kernel, the same support."""
+    rng = np.random.default_rng(4)
+    n = 2000
+    X = np.abs(rng.standard_normal((3, n))).astype(np.float32)
+    l1 = np.array([l1_for_sparseness(t, n) for t in (0.3, 0.6, 0.9)])
+    S, _ = project_rows(np, X, l1, np.ones(3))
+    for r in range(3):
+        want = project(X[r].astype(np.float64), l1[r], 1.0)
+        assert np.max(np.abs(S[r] - want)) <= 16 * EPS, r
+        np.testing.assert_array_equal(S[r] != 0, want != 0)
 
 
 def test_small_device_sweeps_run_on_the_host(monkeypatch):

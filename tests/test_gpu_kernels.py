@@ -45,7 +45,7 @@ def test_kernels_pass_under_the_simulator():
         cwd=os.path.dirname(HERE),
     )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    assert "11 passed, 1 skipped" in out.stdout, out.stdout[-2000:]
+    assert "12 passed, 1 skipped" in out.stdout, out.stdout[-2000:]
 
 
 def reference_partials(A, alpha, signed, threads=THREADS, chunk=CHUNK):
@@ -187,6 +187,7 @@ def test_a_pass_reads_the_rows_again_where_its_threshold_fell():
         compact,
         stored,
         kept_level,
+        np.full(2, np.inf),  # the settled rows' conditions (none settles here)
     )
     assert from_a.tolist() == [1, 0] and alpha[0] < 5.0 and moving[1] == 2
     assert stored.tolist() == [4, 4] and kept_level[1] == -np.inf
@@ -277,6 +278,32 @@ def test_the_hosts_reads_between_passes_change_nothing():
         )
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(got_finite, finite)
+
+
+@in_simulator
+def test_ill_conditioned_rows_go_to_the_cpu_kernel(monkeypatch):
+    """Rows with nearly equal entries on their support: finish_norm's
+    condition sends them to the CPU kernel (the threshold's result would
+    miss the L1 target by far more than rounding); a plain row stays."""
+    from nmfsc.gpu_backend import fused
+
+    to_cpu = []
+    monkeypatch.setattr(
+        fused, "project", lambda x, *a, **k: to_cpu.append(x) or project(x, *a, **k)
+    )
+    rng = np.random.default_rng(3)
+    n = 300
+    X = np.stack([1.0 + 1e-4 * rng.random(n), 1.0 + 1e-6 * rng.random(n), rng.random(n)])
+    l1 = np.array([l1_for_sparseness(t, n) for t in (0.9, 0.3, 0.6)])
+    info = {}
+    S, finite = fused.project_rows_fused(
+        np, X, l1, np.ones(3), threads=THREADS, chunk=CHUNK, info=info
+    )
+    assert finite.all() and info["on_cpu"] == len(to_cpu) == 2
+    for r in range(2):
+        np.testing.assert_array_equal(S[r], project(X[r], l1[r], 1.0))
+    want = project(X[2], l1[2], 1.0)
+    assert np.max(np.abs(S[2] - want)) <= ULPS * EPS
 
 
 @in_simulator

@@ -31,7 +31,11 @@ moving is an atomic integer counter, which is exact.)
   (``compact``: where this pass's support is below :data:`COMPACT_BELOW`
   of the entries the next one reads).
 - ``clip_sums`` and ``finish_norm``: :math:`\lVert \max(a - \alpha, 0)
-  \rVert` of the settled rows, then :math:`\beta = L_2 / \lVert\cdot\rVert`.
+  \rVert` of the settled rows, then :math:`\beta = L_2 / \lVert\cdot\rVert`;
+  a row whose condition :math:`\kappa`
+  (:func:`nmfsc.gpu_backend.thresholds.condition_parts`, its support's
+  part kept by ``finish_pass``) exceeds ``KAPPA_MAX`` is left to the CPU
+  kernel (``FALLBACK``).
 - ``scale``: the result, :math:`s = \beta \max(a - \alpha, 0)` (with x's
   signs for the signed variant), x itself for rows that meet their targets,
   NaN for rows that are not finite, 0 for the rest (the host fills them).
@@ -51,6 +55,8 @@ import math
 from functools import cache
 
 from numba import cuda, float64, int64
+
+from nmfsc.gpu_backend.thresholds import KAPPA_MAX
 
 __all__ = [
     "ACTIVE",
@@ -182,6 +188,7 @@ def pass_kernels(threads):
         compact,
         stored,
         kept_level,
+        condition,
     ):
         r = cuda.grid(1)
         if r >= state.shape[0] or state[r] != ACTIVE:
@@ -237,6 +244,13 @@ def pass_kernels(threads):
         alpha[r] = new
         if k == size[r]:
             state[r] = SETTLED
+            # thresholds.condition_parts of this support (k, s1, s2 and its
+            # threshold), for finish_norm's test of the result's accuracy.
+            if centred > 0:
+                spread = (s2 / centred) * rho * math.sqrt(centred / room)
+                condition[r] = kf * (abs(new) + abs(s1 / kf) + spread)
+            else:
+                condition[r] = math.inf
             return
         size[r] = k
         cuda.atomic.add(moving, p, 1)
@@ -273,7 +287,7 @@ def pass_kernels(threads):
             ss_out[r, c] = ss
 
     @cuda.jit
-    def finish_norm(ss_in, l2, state, factor):
+    def finish_norm(ss_in, l1, l2, condition, state, factor):
         r = cuda.grid(1)
         if r >= state.shape[0] or state[r] != SETTLED:
             return
@@ -281,7 +295,10 @@ def pass_kernels(threads):
         for c in range(ss_in.shape[1]):
             ss += ss_in[r, c]
         norm = math.sqrt(ss)
-        factor[r] = l2[r] / (norm if norm > 0 else 1.0)
+        beta = l2[r] / (norm if norm > 0 else 1.0)
+        factor[r] = beta
+        if not condition[r] * beta / l1[r] <= KAPPA_MAX:  # thresholds.condition_parts
+            state[r] = FALLBACK
 
     @cuda.jit
     def scale(A, signed, alpha, factor, state, chunk, S):

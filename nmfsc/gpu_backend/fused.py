@@ -39,9 +39,11 @@ pass after every row has settled changes nothing (its blocks leave at
 once). The rare rows take the array code's paths, on those rows only: a
 row whose passes do not settle gets its threshold from its sorted
 entries (:func:`~nmfsc.gpu_backend.thresholds.thresholds_by_sort`), one
-with no consistent support in floating point is projected by the CPU
-kernel (copied to the host and back), and a row at sparseness 1 gets
-:math:`L_2` at its first largest entry. The result is that of
+with no consistent support in floating point, or whose threshold cannot
+give an accurate result (nearly equal entries on its support:
+:func:`~nmfsc.gpu_backend.thresholds.condition_parts`), is projected by
+the CPU kernel (copied to the host and back), and a row at sparseness 1
+gets :math:`L_2` at its first largest entry. The result is that of
 :func:`~nmfsc.gpu_backend.projection.project_rows` to rounding (the sums
 are added in another order).
 """
@@ -52,7 +54,12 @@ import numpy as np
 
 from nmfsc.gpu_backend import cuda_kernels as K
 from nmfsc.gpu_backend.arrays import to_host
-from nmfsc.gpu_backend.thresholds import max_passes, thresholds_by_sort
+from nmfsc.gpu_backend.thresholds import (
+    condition_parts,
+    max_passes,
+    support_moments,
+    thresholds_by_sort,
+)
 from nmfsc.projection import project
 
 __all__ = ["BLOCK", "CHUNK_PER_THREAD", "layout", "project_rows_fused"]
@@ -138,6 +145,8 @@ def project_rows_fused(
     ``sorted`` and ``on_cpu`` (rows that took those paths), ``read`` and
     ``written`` (entries the passes read and kept): the benchmark's account
     of the memory traffic (counting them costs time: not for timed calls)."""
+    if check_every < 1:
+        raise ValueError(f"check_every must be at least 1, got {check_every!r}")
     if xp is np:
         return _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, info)
     from numba import cuda
@@ -180,6 +189,9 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, inf
     kept = xp.zeros((count, chunks, threads), dtype=xp.int32)
     b_, kept_, from_a_, compact_ = map(launch.view, (xp.empty_like(X), kept, from_a, compact))
     stored_ = launch.view(xp.zeros(count, dtype=xp.int64))
+    # Each settled row's condition (thresholds.condition_parts), for finish_norm.
+    condition = xp.full(count, np.inf)
+    condition_ = launch.view(condition)
     kept_level_ = launch.view(xp.full(count, -np.inf))
     traffic = [0, 0]  # entries read and written by the passes (only with ``info``)
     parts = [launch.view(xp.empty((count, chunks), dtype=d)) for d in (xp.int64, float, float)]
@@ -227,6 +239,7 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, inf
             compact_,
             stored_,
             kept_level_,
+            condition_,
         )
         if info is not None:
             traffic[1] += int(xp.sum(xp.where(keeps, kept.sum(axis=(1, 2)), 0)))
@@ -239,10 +252,15 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, inf
     if unsettled.size:
         rows = xp.asarray(unsettled)
         A = X[rows] if nonneg else xp.abs(X[rows])
-        threshold, found = thresholds_by_sort(xp, A, l1[rows] / l2[rows])
+        rho = l1[rows] / l2[rows]
+        threshold, found = thresholds_by_sort(xp, A, rho)
         alpha[rows] = xp.where(found, threshold, 0.0)
         state[rows] = xp.where(found, K.SETTLED, K.FALLBACK).astype(xp.int32)
-        from_a[rows] = 1  # B holds the last pass's support, not the sort's
+        moments = support_moments(xp, A, alpha[rows])
+        condition[rows] = condition_parts(xp, *moments, alpha[rows], rho)
+        # Read the rows from here on: B holds (at most) a pass's support, not
+        # the sort's, and a stuck row's kept_level may not describe it.
+        from_a[rows] = 1
         fates = to_host(state)
     ss_part = parts[1]  # the S1 partials are spent: the clipped norms' partials
     launch(
@@ -259,8 +277,11 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, inf
         chunk,
         ss_part,
     )
-    launch(kernels.finish_norm, row_grid, row_threads, ss_part, l2_, state_, factor_)
+    launch(
+        kernels.finish_norm, row_grid, row_threads, ss_part, l1_, l2_, condition_, state_, factor_
+    )
     launch(kernels.scale, grid, threads, x_, signed, alpha_, factor_, state_, chunk, s_)
+    fates = to_host(state)  # finish_norm leaves ill-conditioned rows to the CPU
     single = np.flatnonzero(fates == K.SINGLE)
     if single.size:
         rows = xp.asarray(single)

@@ -18,12 +18,19 @@ projection is the one closest to x, the largest
 :math:`\beta = L_2 / \lVert \max(x - \alpha, 0) \rVert`.
 
 This is the same point as the CPU kernels' (:mod:`nmfsc.projection`), to
-rounding, wherever the projection is unique. Where it is not, or no k is
+rounding times the row's condition :math:`\kappa` (at most ``KAPPA_MAX``,
+below), wherever the projection is unique. Where it is not, or no k is
 consistent in floating point (ties across the threshold), and at
 sparseness 1 (:math:`L_1 = L_2`, one entry), the rows follow the CPU's
 rule: one entry for sparseness 1 (the first largest), and the rest are
 projected by the CPU kernel itself, one row copied to the host and back,
-so that ties are broken by index exactly as there. A row that already
+so that ties are broken by index exactly as there. So is a row whose
+threshold cannot give its projection accurately: where the support's
+entries are nearly equal (a row like ``1 + 1e-4 * noise``), the rounding
+of :math:`\alpha` is amplified by :math:`\beta` into every entry; the
+estimate :math:`\kappa` of :func:`~nmfsc.gpu_backend.thresholds.condition_parts`
+above ``KAPPA_MAX`` sends the row to the CPU kernel, whose centred form is
+accurate there. A row that already
 meets the targets (to 1e-13) is returned as it is, as by the CPU kernels.
 
 The threshold is found by passes first
@@ -46,7 +53,15 @@ from numba.core.errors import NumbaPerformanceWarning
 
 from nmfsc.gpu_backend.arrays import namespace, to_host
 from nmfsc.gpu_backend.cuda_target import load_cuda_target
-from nmfsc.gpu_backend.thresholds import max_passes, thresholds_by_passes, thresholds_by_sort
+from nmfsc.gpu_backend.thresholds import (
+    KAPPA_MAX,
+    condition_parts,
+    max_passes,
+    row_squares,
+    support_moments,
+    thresholds_by_passes,
+    thresholds_by_sort,
+)
 from nmfsc.projection import project
 
 __all__ = ["fused_kernels", "project_batch_device", "project_rows", "project_rows_by_arrays"]
@@ -138,10 +153,14 @@ def project_rows_by_arrays(xp, X, l1, l2, nonneg=True, dtype=None):
         sorted_threshold, sorted_found = thresholds_by_sort(xp, A[rows], rho[rows])
         threshold[rows] = sorted_threshold
         found[rows] = sorted_found
-    threshold = threshold[:, None]
-    Z = xp.maximum(A - xp.where(found[:, None], threshold, 0.0), 0.0)
+    Z = xp.maximum(A - xp.where(found, threshold, 0.0)[:, None], 0.0)
     norms = xp.sqrt(xp.sum(Z * Z, axis=1))
-    S = Z * (l2 / xp.where(norms > 0, norms, 1.0))[:, None]
+    beta = l2 / xp.where(norms > 0, norms, 1.0)
+    S = Z * beta[:, None]
+    # Rows whose result the threshold cannot give accurately (nearly equal
+    # entries on the support: thresholds.condition_parts) go to the CPU.
+    kappa = condition_parts(xp, *support_moments(xp, A, threshold), threshold, rho) * beta / l1
+    ill = found & ~(kappa <= KAPPA_MAX)
     # Sparseness 1: l2 at the first largest entry.
     single = xp.abs(rho - 1.0) <= FEASIBLE_RTOL
     if bool(single.any()):
@@ -151,14 +170,14 @@ def project_rows_by_arrays(xp, X, l1, l2, nonneg=True, dtype=None):
         S = xp.where(single[:, None], one, S)
     # Rows that meet the targets already stay as they are.
     total = xp.sum(A, axis=1, dtype=xp.float64)
-    norm = xp.sqrt(xp.sum(A * A, axis=1, dtype=xp.float64))
+    norm = xp.sqrt(row_squares(xp, A))
     meets = (xp.abs(total - l1) <= FEASIBLE_RTOL * l1) & (xp.abs(norm - l2) <= FEASIBLE_RTOL * l2)
     if nonneg:
         meets &= (X >= 0).all(axis=1)
     S = xp.where(meets[:, None], A, S)
     if not nonneg:
         S = xp.where(X < 0, -S, S)
-    fallback = to_host(finite & ~found & ~single & ~meets)
+    fallback = to_host(finite & (~found | ill) & ~single & ~meets)
     for r in np.flatnonzero(fallback):
         row = project(to_host(X[r]), float(l1[r]), float(l2[r]), nonneg=nonneg)
         S[r] = xp.asarray(row)

@@ -8,12 +8,76 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["max_passes", "thresholds_by_passes", "thresholds_by_sort"]
+__all__ = [
+    "KAPPA_MAX",
+    "condition_parts",
+    "max_passes",
+    "row_squares",
+    "support_moments",
+    "thresholds_by_passes",
+    "thresholds_by_sort",
+]
+
+#: The largest condition :math:`\kappa` (:func:`condition_parts`) at which a
+#: row's projection by its threshold is kept; a row above it is projected
+#: by the CPU kernel instead.
+KAPPA_MAX = 2.0**16
 
 
 def max_passes(n):
     """The passes :func:`thresholds_by_passes` may take (as the CPU kernels' filter)."""
     return 2 * int(np.ceil(np.log2(max(n, 2)))) + 8
+
+
+def row_squares(xp, Z):
+    """Each row's sum of squares, in float64. Float32 entries are squared in
+    float64 (through a float64 copy of the rows), as the CPU kernels and the
+    fused kernels square them: a square rounded to float32 would move S2,
+    and with it the threshold, by far more than float64's rounding."""
+    if Z.dtype != xp.float64:
+        Z = Z.astype(xp.float64)
+    return xp.einsum("ij,ij->i", Z, Z)
+
+
+def support_moments(xp, A, alpha):
+    """Each row's support above its threshold ``alpha`` (1-D): its count k
+    and the sums s1, s2 of its entries and their squares (float64)."""
+    above = A > alpha[:, None]
+    Z = xp.where(above, A, 0.0)
+    return xp.count_nonzero(above, axis=1), Z.sum(axis=1, dtype=xp.float64), row_squares(xp, Z)
+
+
+def condition_parts(xp, k, s1, s2, alpha, rho):
+    r"""The rows' condition numbers, all but the factor :math:`\beta / L_1`.
+
+    The projection computed from a threshold, :math:`s = \beta \max(a -
+    \alpha, 0)`, carries :math:`\alpha`'s absolute error
+    :math:`\delta\alpha` into every entry of the support, which moves
+    :math:`\sum s` by :math:`k \beta\, \delta\alpha`. With
+    :math:`\alpha = m - \rho \sqrt{c / (k (k - \rho^2))}`, :math:`m =
+    S_1 / k`, :math:`c = S_2 - S_1^2 / k`, rounding gives about
+    :math:`\delta\alpha \approx \epsilon (|\alpha| + |m| + (S_2 / c)\, \rho
+    \sqrt{c / (k (k - \rho^2))})`: the last term is the cancellation in c,
+    which is large where the support's entries are nearly equal (a row
+    like ``1 + 1e-4 * noise``). So the relative error of :math:`\sum s`
+    is about :math:`\epsilon \kappa`,
+
+    .. math:: \kappa = \frac{\beta}{L_1}\, k \Big(|\alpha| + |m| +
+              \frac{S_2}{c}\, \rho \sqrt{\frac{c}{k (k - \rho^2)}}\Big),
+
+    an upper estimate (the error seen on such rows is below it). This
+    returns the part after :math:`\beta / L_1` (infinite where c <= 0 or
+    k <= rho^2), from the support's count k and sums s1, s2 (1-D arrays of
+    ``xp``; the fused kernels compute the same formula).
+    Rows with :math:`\kappa >` :data:`KAPPA_MAX` are projected by the CPU
+    kernel, whose centred form is accurate there."""
+    k = k * 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        centred = s2 - s1 * s1 / k
+        room = k * (k - rho * rho)
+        spread = (s2 / centred) * rho * xp.sqrt(centred / room)
+        part = k * (xp.abs(alpha) + xp.abs(s1 / k) + spread)
+    return xp.where((centred > 0) & (room > 0), part, xp.inf)
 
 
 def thresholds_by_passes(xp, A, rho, limit):
@@ -34,10 +98,7 @@ def thresholds_by_passes(xp, A, rho, limit):
         Z = xp.where(A > alpha[:, None], A, 0.0)
         k = xp.count_nonzero(A > alpha[:, None], axis=1)
         S1 = Z.sum(axis=1, dtype=xp.float64)
-        if Z.dtype == xp.float64:
-            S2 = xp.einsum("ij,ij->i", Z, Z)
-        else:
-            S2 = xp.sum(Z * Z, axis=1, dtype=xp.float64)
+        S2 = row_squares(xp, Z)
         kf = k.astype(xp.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             room = kf * (kf - rho * rho)
