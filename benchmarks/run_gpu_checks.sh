@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 33's GPU checks in one go, for a machine with an NVIDIA GPU and CuPy,
 # in an order that keeps the most wanted output when time is short: the
-# versions and whether the fused projection's kernels compile, then
-# benchmarks/bench_gpu.py (every GPU number; arguments are passed on to it),
+# versions and whether the fused projection's kernels compile, their accuracy
+# (benchmarks/accuracy_gpu_projection.py --cupy), then benchmarks/bench_gpu.py (every GPU number; arguments are passed on to it),
 # then the GPU tests (tests/test_gpu.py and tests/test_cuda_target.py; the
 # fused kernels' tests under Numba's CUDA simulator, tests/test_gpu_kernels.py,
 # need no GPU: CI runs them). Each part runs under
@@ -39,6 +39,7 @@ if fused:
     cupy.cuda.Device().synchronize()
     print(f'compiled and ran them (float64 and float32) in {time.perf_counter() - start:.1f} s')
 "
+timeout 60 python3 benchmarks/accuracy_gpu_projection.py --cupy  # the fused kernels' gaps to the CPU
 timeout "${BENCH_LIMIT:-300}" python3 benchmarks/bench_gpu.py "$@"
 bench=$?
 timeout "${TESTS_LIMIT:-240}" python3 -m pytest tests/test_gpu.py tests/test_cuda_target.py \
