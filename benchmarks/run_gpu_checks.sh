@@ -2,15 +2,16 @@
 # Issue 33's GPU checks in one go, for a machine with an NVIDIA GPU and CuPy,
 # in an order that keeps the most wanted output when time is short: the
 # versions and whether the fused projection's kernels compile, their accuracy
-# (benchmarks/accuracy_gpu_projection.py --cupy), then benchmarks/bench_gpu.py (every GPU number; arguments are passed on to it),
-# then the GPU tests (tests/test_gpu.py and tests/test_cuda_target.py; the
-# fused kernels' tests under Numba's CUDA simulator, tests/test_gpu_kernels.py,
-# need no GPU: CI runs them). Each part runs under
-# its own time limit (seconds: BENCH_LIMIT, default 300; TESTS_LIMIT, default
-# 240), so one slow part does not take the other's output with it. Runs from
-# a checkout without installing it (needs numpy, numba, scipy, pytest,
-# hypothesis and CuPy; any cupy-cuda1Nx that matches the driver; and
-# numba-cuda for the fused projection, else the array code projects).
+# (benchmarks/accuracy_gpu_projection.py --cupy), then benchmarks/bench_gpu.py
+# (every GPU number; arguments are passed on to it), then the GPU tests
+# (tests/test_gpu.py and tests/test_cuda_target.py; the fused kernels' tests
+# under Numba's CUDA simulator, tests/test_gpu_kernels.py, need no GPU: CI
+# runs them). Each part runs under its own time limit (seconds: BENCH_LIMIT,
+# default 300; TESTS_LIMIT, default 240), so one slow part does not take the
+# other's output with it. Runs from a checkout without installing it (needs
+# numpy, numba, scipy, pytest, hypothesis and CuPy; any cupy-cuda1Nx that
+# matches the driver; and numba-cuda for the fused projection, else the array
+# code projects).
 #
 #     bash benchmarks/run_gpu_checks.sh            # about 15 GB of GPU memory
 set -o pipefail
