@@ -300,11 +300,8 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     def _checked(self, X: Any, reset: bool) -> tuple[Any, Any]:
         """X checked, with zeros where missing, and the mask of its observed
         entries (None when none is missing)."""
-        if not reset and on_gpu(self.components_) and not on_gpu(X):
-            raise TypeError(
-                f"{type(self).__name__} was fitted on a GPU (components_ is a CuPy array) "
-                "and X is not a CuPy array: pass cupy.asarray(X), or fit on host data"
-            )
+        if not reset:
+            self._refuse_host_data(X)
         if not check_missing_values(self.missing_values):
             return check_input(self, X, reset=reset), None
         X = check_input(self, X, reset=reset, allow_nan=True)
@@ -430,15 +427,20 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             X_arr = X_arr.astype(np.float32)
         return X_arr @ self.components_
 
+    def _refuse_host_data(self, X: Any) -> None:
+        """A model fitted on a GPU takes CuPy data only (its ``components_``
+        stay on the GPU)."""
+        if on_gpu(self.components_) and not on_gpu(X):
+            raise TypeError(
+                f"{type(self).__name__} was fitted on a GPU (components_ is a CuPy array) "
+                "and X is not a CuPy array: pass cupy.asarray(X), or fit on host data"
+            )
+
     def _inverse_transform_on_gpu(self, X: Any) -> Any:
         """inverse_transform of a CuPy X, on its GPU (``components_`` copied
         there if fitted on the host), with the host path's checks."""
         name = type(self).__name__
-        if not on_gpu(X):
-            raise TypeError(
-                f"{name} was fitted on a GPU (components_ is a CuPy array) and X is not a "
-                "CuPy array: pass cupy.asarray(X)"
-            )
+        self._refuse_host_data(X)
         xp = namespace(X)
         X = as_device_float_array(xp, X, "X", 2)  # float32 in, float32 out
         if X.shape[1] != self.n_components_:
