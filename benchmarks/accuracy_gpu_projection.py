@@ -22,7 +22,6 @@ from nmfsc.gpu_backend.projection import project_rows
 from nmfsc.gpu_backend.thresholds import (
     condition_parts,
     max_passes,
-    support_moments,
     thresholds_by_passes,
 )
 
@@ -56,9 +55,9 @@ def main(argv=None):
     for name, X in rows(n, rng):
         Xd, l1d, l2d = xp.asarray(X), xp.asarray(l1), xp.asarray(l2)
         S = to_host(project_rows(xp, Xd, l1d, l2d)[0])
-        alpha, _ = thresholds_by_passes(xp, Xd, l1d / l2d, max_passes(n))
+        alpha, _, moments = thresholds_by_passes(xp, Xd, l1d / l2d, max_passes(n))
         norms = xp.sqrt(xp.sum(xp.maximum(Xd - alpha[:, None], 0.0) ** 2, axis=1))
-        parts = condition_parts(xp, *support_moments(xp, Xd, alpha), alpha, l1d / l2d)
+        parts = condition_parts(xp, *moments, alpha, l1d / l2d)
         kappa = to_host(parts * (l2d / norms) / l1d)
         for r, s in enumerate(SPARSENESS):
             want = project(X[r], l1[r], l2[r])

@@ -419,15 +419,19 @@ def test_passes_and_sort_find_the_same_thresholds():
     """The two ways project_rows finds a row's threshold agree (the sort is
     the passes' fallback, so each is checked against the other)."""
     from nmfsc.gpu_backend.projection import max_passes, thresholds_by_passes, thresholds_by_sort
+    from nmfsc.gpu_backend.thresholds import support_moments
 
     rng = np.random.default_rng(5)
     for n in (10, 361, 5000):
         A = np.abs(rng.standard_normal((8, n))) ** rng.uniform(0.5, 3.0, (8, 1))
         rho = np.array([l1_for_sparseness(s, n) for s in np.linspace(0.05, 0.95, 8)])
-        by_passes, settled = thresholds_by_passes(np, A, rho, max_passes(n))
+        by_passes, settled, moments = thresholds_by_passes(np, A, rho, max_passes(n))
         by_sort, found = thresholds_by_sort(np, A, rho)
         assert settled.all() and found.all()
         np.testing.assert_allclose(by_passes, by_sort, rtol=1e-10, atol=1e-13)
+        # The last pass's moments are those of the support above the threshold.
+        for got, want in zip(moments, support_moments(np, A, by_passes), strict=True):
+            np.testing.assert_array_equal(got, want)
 
 
 def route_to_device(monkeypatch, accepts):

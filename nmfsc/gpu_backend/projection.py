@@ -146,20 +146,21 @@ def project_rows_by_arrays(xp, X, l1, l2, nonneg=True, dtype=None):
     finite = xp.isfinite(A).all(axis=1)
     A = xp.where(finite[:, None], A, 0.0)
     rho = l1 / l2
-    threshold, found = thresholds_by_passes(xp, A, rho, max_passes(n))
+    threshold, found, (k, s1, s2) = thresholds_by_passes(xp, A, rho, max_passes(n))
     rest = to_host(~found & finite)
     if rest.any():
         rows = xp.asarray(np.flatnonzero(rest))
         sorted_threshold, sorted_found = thresholds_by_sort(xp, A[rows], rho[rows])
         threshold[rows] = sorted_threshold
         found[rows] = sorted_found
+        k[rows], s1[rows], s2[rows] = support_moments(xp, A[rows], sorted_threshold)
     Z = xp.maximum(A - xp.where(found, threshold, 0.0)[:, None], 0.0)
     norms = xp.sqrt(xp.sum(Z * Z, axis=1))
     beta = l2 / xp.where(norms > 0, norms, 1.0)
     S = Z * beta[:, None]
     # Rows whose result the threshold cannot give accurately (nearly equal
     # entries on the support: thresholds.condition_parts) go to the CPU.
-    kappa = condition_parts(xp, *support_moments(xp, A, threshold), threshold, rho) * beta / l1
+    kappa = condition_parts(xp, k, s1, s2, threshold, rho) * beta / l1
     ill = found & ~(kappa <= KAPPA_MAX)
     # Sparseness 1: l2 at the first largest entry.
     single = xp.abs(rho - 1.0) <= FEASIBLE_RTOL

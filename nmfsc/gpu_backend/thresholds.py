@@ -88,8 +88,10 @@ def thresholds_by_passes(xp, A, rho, limit):
     threshold to the closed form of that support, and keeps the entries above
     it. The support only shrinks; a row is done when it no longer changes
     (the threshold is then the exact one of a consistent support). Returns
-    ``(threshold, found)``; rows not settled within ``limit`` passes, or
-    left with no room (k <= rho^2), are not found."""
+    ``(threshold, found, moments)``; rows not settled within ``limit``
+    passes, or left with no room (k <= rho^2), are not found. ``moments``
+    is the last pass's ``(k, S1, S2)``: for a found row, those of its
+    support above its threshold (:func:`support_moments`, the same bits)."""
     count = A.shape[0]
     alpha = xp.full(count, -xp.inf)
     size = xp.full(count, -1, dtype=xp.int64)  # the last pass's support size
@@ -112,7 +114,7 @@ def thresholds_by_passes(xp, A, rho, limit):
         alpha = xp.where(room > 0, new, alpha)
         size = k
     # A settled row's threshold is that of its final support (the last pass's).
-    return xp.where(found, alpha, 0.0), found
+    return xp.where(found, alpha, 0.0), found, (k, S1, S2)
 
 
 def thresholds_by_sort(xp, A, rho):
