@@ -90,17 +90,14 @@ def thresholds_by_passes(xp, A, rho, limit):
     (the threshold is then the exact one of a consistent support). Returns
     ``(threshold, found, moments)``; rows not settled within ``limit``
     passes, or left with no room (k <= rho^2), are not found. ``moments``
-    is the last pass's ``(k, S1, S2)``: for a found row, those of its
-    support above its threshold (:func:`support_moments`, the same bits)."""
+    is the last pass's :func:`support_moments`: for a found row, those of
+    its support above its threshold."""
     count = A.shape[0]
     alpha = xp.full(count, -xp.inf)
     size = xp.full(count, -1, dtype=xp.int64)  # the last pass's support size
     found = xp.zeros(count, dtype=bool)
     for _ in range(limit):
-        Z = xp.where(A > alpha[:, None], A, 0.0)
-        k = xp.count_nonzero(A > alpha[:, None], axis=1)
-        S1 = Z.sum(axis=1, dtype=xp.float64)
-        S2 = row_squares(xp, Z)
+        k, S1, S2 = support_moments(xp, A, alpha)
         kf = k.astype(xp.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             room = kf * (kf - rho * rho)
