@@ -189,10 +189,10 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, inf
     kept = xp.zeros((count, chunks, threads), dtype=xp.int32)
     b_, kept_, from_a_, compact_ = map(launch.view, (xp.empty_like(X), kept, from_a, compact))
     stored_ = launch.view(xp.zeros(count, dtype=xp.int64))
+    kept_level_ = launch.view(xp.full(count, -np.inf))
     # Each settled row's condition (thresholds.condition_parts), for finish_norm.
     condition = xp.full(count, np.inf)
     condition_ = launch.view(condition)
-    kept_level_ = launch.view(xp.full(count, -np.inf))
     traffic = [0, 0]  # entries read and written by the passes (only with ``info``)
     parts = [launch.view(xp.empty((count, chunks), dtype=d)) for d in (xp.int64, float, float)]
     parts.append(launch.view(xp.empty((count, chunks), dtype=xp.int64)))
@@ -261,7 +261,6 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, inf
         # Read the rows from here on: B holds (at most) a pass's support, not
         # the sort's, and a stuck row's kept_level may not describe it.
         from_a[rows] = 1
-        fates = to_host(state)
     ss_part = parts[1]  # the S1 partials are spent: the clipped norms' partials
     launch(
         kernels.clip_sums,
