@@ -1,0 +1,106 @@
+"""Where a GPU iteration of nmf_sc spends its time, function by function. A script, not a test.
+
+    python benchmarks/profile_gpu_iteration.py                  # on a machine with a GPU and CuPy
+    python benchmarks/profile_gpu_iteration.py --numpy --shape 288 3000   # the same code, NumPy
+
+``benchmarks/bench_gpu.py`` gives an iteration's total, its projections and
+its products; this script splits the rest. It runs ``nmf_sc`` (``solver=
+"hoyer"``, ``sparseness_h=0.85``, the bench's V: |N(0, 1)| scaled to max 1)
+and profiles its iterations after the ``--skip`` first (which hold the
+start's halvings of the step size) with cProfile. ``CUDA_LAUNCH_BLOCKING=1``
+is set before CuPy loads, so every kernel launch and cuBLAS call returns
+only when the GPU has finished it: a function's own time is then the GPU
+time of the work it launches, not the time until the next host read.
+(Launches that wait cost a few microseconds each, so the iteration is a
+little slower than in the bench.) Prints the iteration's time, then
+nmfsc's functions by cumulative time and every function by its own time,
+per profiled iteration.
+"""
+
+import os
+
+os.environ.setdefault("CUDA_LAUNCH_BLOCKING", "1")  # before CuPy loads: see the docstring
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+import warnings
+
+import numpy as np
+
+from nmfsc import ConvergenceWarning, nmf_sc
+from nmfsc.gpu_backend.run import run_on_device
+from nmfsc.solvers.framework import LoopSettings
+from nmfsc.solvers.hoyer import HoyerSteps
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--shape", type=int, nargs=2, default=(288, 10**6), metavar=("N", "T"))
+    parser.add_argument("--rank", type=int, default=72)
+    parser.add_argument("--sparseness-h", type=float, default=0.85)
+    parser.add_argument("--iterations", type=int, default=8, help="iterations profiled")
+    parser.add_argument("--skip", type=int, default=2, help="first iterations not profiled")
+    parser.add_argument("--top", type=int, default=25, help="rows of each table")
+    parser.add_argument(
+        "--numpy", action="store_true", help="run the GPU code with NumPy (no GPU needed)"
+    )
+    args = parser.parse_args(argv)
+    if args.numpy:
+        xp = np
+    else:
+        from nmfsc.gpu_backend import cupy_or_error
+
+        xp = cupy_or_error()
+    V_host = np.abs(np.random.default_rng(2004).standard_normal(tuple(args.shape)))
+    V_host /= V_host.max()
+    V = xp.asarray(V_host)
+    del V_host
+    profile = cProfile.Profile()
+    seen = [0]
+
+    def callback(state):
+        seen[0] += 1
+        if seen[0] == args.skip:
+            profile.enable()
+        elif seen[0] == args.skip + args.iterations:
+            profile.disable()
+
+    callback.keeps_iterates = False  # type: ignore[attr-defined]
+
+    def fit(V, iterations, callback=None):
+        keywords = dict(max_iter=iterations, tol=0, random_state=0, callback=callback)
+        params = {"sparseness_w": None, "sparseness_h": args.sparseness_h}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            if xp is np:
+                settings = LoopSettings.from_keywords("nmf_sc", keywords)
+                return run_on_device(HoyerSteps, V, args.rank, params, settings)
+            return nmf_sc(V, args.rank, **params, **keywords)
+
+    fit(V[:, : min(V.shape[1], 4096)], 2)  # warm-up: compiled kernels
+    result = fit(V, args.skip + args.iterations, callback)
+    profiled = np.diff(result.times)[args.skip : args.skip + args.iterations]
+    print(
+        f"# nmf_sc on {'NumPy (--numpy)' if xp is np else 'CuPy, CUDA_LAUNCH_BLOCKING='}"
+        f"{'' if xp is np else os.environ['CUDA_LAUNCH_BLOCKING']}: V {args.shape[0]} x "
+        f"{args.shape[1]}, rank {args.rank}, sparseness_h={args.sparseness_h}; "
+        f"{profiled.size} iterations profiled, median {np.median(profiled):.4f} s each\n"
+    )
+    for order, restriction, title in (
+        ("cumulative", "nmfsc", "nmfsc's functions by cumulative time"),
+        ("tottime", "", "every function by its own time"),
+    ):
+        text = io.StringIO()
+        stats = pstats.Stats(profile, stream=text)
+        stats.sort_stats(order).print_stats(restriction, args.top)
+        print(f"## {title} (seconds over all {profiled.size} iterations)")
+        body = text.getvalue()
+        print(body[body.find("ncalls") :] if "ncalls" in body else body)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
