@@ -15,18 +15,29 @@ time of the work it launches, not the time until the next host read.
 little slower than in the bench.) Prints the iteration's time, then
 nmfsc's functions by cumulative time and every function by its own time,
 per profiled iteration.
+
+Then it splits the fused projection (:mod:`nmfsc.gpu_backend.fused`) of
+the run's H rows, stepped as a trial is, by kernel: for each kernel the
+launches per projection, the host's time per launch call, and the GPU's
+time per launch (CUDA events around it); and the whole projection's host
+and GPU time (``cupyx.profiler.benchmark``). This part runs without
+``CUDA_LAUNCH_BLOCKING`` in a second process (``--kernels-only``).
 """
 
 import os
+import sys
 
-os.environ.setdefault("CUDA_LAUNCH_BLOCKING", "1")  # before CuPy loads: see the docstring
+if "--kernels-only" not in sys.argv:
+    os.environ.setdefault("CUDA_LAUNCH_BLOCKING", "1")  # before CuPy loads: see the docstring
 
 import argparse
 import cProfile
 import io
 import pstats
-import sys
+import subprocess
+import time
 import warnings
+from collections import defaultdict
 
 import numpy as np
 
@@ -47,6 +58,7 @@ def main(argv=None):
     parser.add_argument(
         "--numpy", action="store_true", help="run the GPU code with NumPy (no GPU needed)"
     )
+    parser.add_argument("--kernels-only", action="store_true", help="only the kernels' split")
     args = parser.parse_args(argv)
     if args.numpy:
         xp = np
@@ -58,6 +70,8 @@ def main(argv=None):
     V_host /= V_host.max()
     V = xp.asarray(V_host)
     del V_host
+    if args.kernels_only:
+        return kernels(xp, V, args)
     profile = cProfile.Profile()
     seen = [0]
 
@@ -99,6 +113,72 @@ def main(argv=None):
         print(f"## {title} (seconds over all {profiled.size} iterations)")
         body = text.getvalue()
         print(body[body.find("ncalls") :] if "ncalls" in body else body)
+    if xp is np:
+        return 0
+    command = [sys.executable, __file__, "--kernels-only", *(argv or sys.argv[1:])]
+    unblocked = {key: value for key, value in os.environ.items() if key != "CUDA_LAUNCH_BLOCKING"}
+    return subprocess.run(command, env=unblocked, check=False).returncode
+
+
+def kernels(xp, V, args):
+    """The fused projection's split by kernel (module docstring)."""
+    from cupyx.profiler import benchmark
+
+    from nmfsc.gpu_backend import fused
+    from nmfsc.gpu_backend.projection import fused_kernels
+    from nmfsc.sparseness import l1_for_sparseness
+
+    if fused_kernels() is None:
+        print("No fused kernels here (Numba's CUDA target is missing): nothing to split.")
+        return 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        H = nmf_sc(V, args.rank, sparseness_h=args.sparseness_h, max_iter=3, tol=0).H
+    M, T = H.shape
+    trial = H + 0.01 * xp.asarray(np.random.default_rng(1).random((M, T)))
+    l1 = xp.full(M, l1_for_sparseness(args.sparseness_h, T))
+    ones = xp.ones(M)
+    warnings.filterwarnings("ignore", message=".*under-utilization")  # small grids
+    project = fused.project_rows_fused
+    project(xp, trial, l1, ones)  # compiled
+    host, gpu, calls = defaultdict(float), defaultdict(float), defaultdict(int)
+    original = fused._Launcher.__call__
+
+    def timed(self, kernel, grid, block, *kernel_args):
+        name = kernel.py_func.__name__
+        before, after = xp.cuda.Event(), xp.cuda.Event()
+        before.record()
+        start = time.perf_counter()
+        original(self, kernel, grid, block, *kernel_args)
+        host[name] += time.perf_counter() - start
+        after.record()
+        after.synchronize()
+        gpu[name] += xp.cuda.get_elapsed_time(before, after) / 1e3
+        calls[name] += 1
+
+    repeats = 5
+    fused._Launcher.__call__ = timed
+    try:
+        for _ in range(repeats):
+            project(xp, trial, l1, ones)
+    finally:
+        fused._Launcher.__call__ = original
+    print(f"## The fused projection of {M} rows of {T}, by kernel (per projection)")
+    print("| kernel | launches | host s per launch | GPU s per launch | GPU s in all |")
+    print("|---|---:|---:|---:|---:|")
+    for name in calls:
+        n = calls[name]
+        print(
+            f"| {name} | {n / repeats:g} | {host[name] / n:.2e} | {gpu[name] / n:.2e} "
+            f"| {gpu[name] / repeats:.2e} |"
+        )
+    whole = benchmark(project, (xp, trial, l1, ones), n_repeat=20, n_warmup=3)
+    print(
+        f"\nThe whole projection (cupyx.profiler.benchmark, 20 runs): host "
+        f"{np.median(whole.cpu_times):.2e} s, GPU {np.median(whole.gpu_times):.2e} s (medians)."
+    )
+    pass_s = benchmark(lambda: trial.sum(), (), n_repeat=20, n_warmup=3)
+    print(f"One pass over the rows (a sum): GPU {np.median(pass_s.gpu_times):.2e} s.")
     return 0
 
 
