@@ -155,7 +155,7 @@ def test_support_sums_equal_a_reference_in_the_same_order(dtype):
 def test_a_pass_reads_the_rows_again_where_its_threshold_fell():
     """finish_pass: a row whose next threshold is below this pass's (by
     rounding) reads the rows next time, not the support kept in B."""
-    from nmfsc.gpu_backend.cuda_kernels import ACTIVE, pass_kernels
+    from nmfsc.gpu_backend.cuda_kernels import ACTIVE, ROW_THREADS, pass_kernels
 
     count = np.array([[4], [4]], dtype=np.int64)
     s1, s2 = np.array([[4.0], [8.0]]), np.array([[4.0], [20.0]])
@@ -167,7 +167,7 @@ def test_a_pass_reads_the_rows_again_where_its_threshold_fell():
     compact, stored = np.array([0, 1], dtype=np.int32), np.array([4, 0])
     kept_level = np.array([5.0, -np.inf])
     l1, l2 = np.full(2, 1.5), np.ones(2)
-    finish = pass_kernels(THREADS).finish_pass[1, 2]
+    finish = pass_kernels(THREADS).finish_pass[2, ROW_THREADS]
     finish(
         count,
         s1,

@@ -6,9 +6,11 @@ threads (a power of two) takes one (row, chunk): thread t reads the entries
 ``start + t, start + t + threads, ...`` (coalesced), sums them in float64
 in that order, and the block's sums are combined by a tree in shared memory
 (thread t adds thread t + h, for h = threads/2, ..., 1). Each (row, chunk)
-writes its partial sums; a one-thread-per-row kernel then adds a row's
-partials in chunk order. No sum uses atomics, so the same rows, threads and
-chunk give the same bits on every launch. (Only the count of rows still
+writes its partial sums; a per-row kernel (a block of ``ROW_THREADS``
+threads for each row) then adds a row's partials: thread t those of chunks
+t, t + ROW_THREADS, ... in order, then the same tree. No sum uses
+atomics, so the same rows, threads and chunk give the same bits on every
+launch. (Only the count of rows still
 moving is an atomic integer counter, which is exact.)
 
 - :func:`pass_kernels` ``(threads).support_sums``: one Hoyer pass, for every
@@ -65,6 +67,7 @@ __all__ = [
     "MEETS",
     "NOT_FINITE",
     "NONFINITE",
+    "ROW_THREADS",
     "SETTLED",
     "SINGLE",
     "STUCK",
@@ -78,6 +81,9 @@ ACTIVE, SETTLED, STUCK, MEETS, SINGLE, NONFINITE, FALLBACK = range(7)
 #: The unit in which ``odd`` counts entries that are not finite (below it:
 #: the entries < 0).
 NOT_FINITE = 1 << 32
+#: Threads of the per-row kernels' blocks (``finish_pass``, ``finish_norm``):
+#: one block per row adds the row's partials.
+ROW_THREADS = 32
 #: "Already meets the targets" and "sparseness 1", relative (the CPU kernels').
 FEASIBLE_RTOL = 1e-13
 #: A pass keeps its support in B (rewrites it, compacted) when the support
@@ -88,6 +94,45 @@ COMPACT_BELOW = 0.75
 
 
 @cache
+def _trees(width):
+    """Device functions that add a value of each of a block's ``width``
+    threads (a power of two) by a tree in shared memory: thread t adds
+    thread t + h's, for h = width/2, ..., 1 (a fixed order, so the same
+    bits on every launch). ``tree_sum(shared, t, value)`` returns the
+    block's sum of ``value``; ``tree_sums(counts, sums, t)`` adds each row
+    of ``counts`` (2 x width, int64) and ``sums`` (2 x width, float64),
+    whose column t thread t has written, into column 0: the same tree for
+    each, with one barrier per level for the four, not one for each."""
+
+    @cuda.jit(device=True)
+    def tree_sum(shared, t, value):
+        shared[t] = value
+        cuda.syncthreads()
+        half = width // 2
+        while half > 0:
+            if t < half:
+                shared[t] += shared[t + half]
+            cuda.syncthreads()
+            half //= 2
+        return shared[0]
+
+    @cuda.jit(device=True)
+    def tree_sums(counts, sums, t):
+        cuda.syncthreads()
+        half = width // 2
+        while half > 0:
+            if t < half:
+                counts[0, t] += counts[0, t + half]
+                counts[1, t] += counts[1, t + half]
+                sums[0, t] += sums[0, t + half]
+                sums[1, t] += sums[1, t + half]
+            cuda.syncthreads()
+            half //= 2
+
+    return tree_sum, tree_sums
+
+
+@cache
 def pass_kernels(threads):
     """The kernels for blocks of ``threads`` threads (a power of two; shared
     arrays need it as a constant): a namespace with ``support_sums``,
@@ -95,19 +140,8 @@ def pass_kernels(threads):
     if threads < 1 or threads & (threads - 1):
         raise ValueError(f"threads must be a power of two, got {threads}")
 
-    @cuda.jit(device=True)
-    def tree_sum(shared, t, value):
-        """The block's sum of ``value``: thread t adds thread t + h's, for
-        h = threads/2, ..., 1 (a fixed order), in the shared array."""
-        shared[t] = value
-        cuda.syncthreads()
-        half = threads // 2
-        while half > 0:
-            if t < half:
-                shared[t] += shared[t + half]
-            cuda.syncthreads()
-            half //= 2
-        return shared[0]
+    tree_sum, tree_sums = _trees(threads)
+    row_tree_sum, row_tree_sums = _trees(ROW_THREADS)
 
     @cuda.jit
     def support_sums(
@@ -158,15 +192,18 @@ def pass_kernels(threads):
                         w += 1
         if keep:
             kept[r, c, t] = w
-        k = tree_sum(cuda.shared.array(threads, int64), t, k)
-        s1 = tree_sum(cuda.shared.array(threads, float64), t, s1)
-        s2 = tree_sum(cuda.shared.array(threads, float64), t, s2)
-        odd = tree_sum(cuda.shared.array(threads, int64), t, odd)
+        counts = cuda.shared.array((2, threads), int64)
+        sums = cuda.shared.array((2, threads), float64)
+        counts[0, t] = k
+        counts[1, t] = odd
+        sums[0, t] = s1
+        sums[1, t] = s2
+        tree_sums(counts, sums, t)
         if t == 0:
-            count_out[r, c] = k
-            s1_out[r, c] = s1
-            s2_out[r, c] = s2
-            odd_out[r, c] = odd
+            count_out[r, c] = counts[0, 0]
+            s1_out[r, c] = sums[0, 0]
+            s2_out[r, c] = sums[1, 0]
+            odd_out[r, c] = counts[1, 0]
 
     @cuda.jit
     def finish_pass(
@@ -190,18 +227,34 @@ def pass_kernels(threads):
         kept_level,
         condition,
     ):
-        r = cuda.grid(1)
-        if r >= state.shape[0] or state[r] != ACTIVE:
+        r = cuda.blockIdx.x
+        t = cuda.threadIdx.x
+        if state[r] != ACTIVE:  # the whole block leaves
             return
+        # The row's partials: thread t adds chunks t, t + ROW_THREADS, ...
+        # in order, then the block's tree (the same bits every launch).
+        counts = cuda.shared.array((2, ROW_THREADS), int64)
+        sums = cuda.shared.array((2, ROW_THREADS), float64)
         k = 0
         s1 = 0.0
         s2 = 0.0
         odd = 0
-        for c in range(count_in.shape[1]):  # chunk order: the same bits every launch
+        for c in range(t, count_in.shape[1], ROW_THREADS):
             k += count_in[r, c]
             s1 += s1_in[r, c]
             s2 += s2_in[r, c]
             odd += odd_in[r, c]
+        counts[0, t] = k
+        counts[1, t] = odd
+        sums[0, t] = s1
+        sums[1, t] = s2
+        row_tree_sums(counts, sums, t)
+        if t != 0:
+            return
+        k = counts[0, 0]
+        odd = counts[1, 0]
+        s1 = sums[0, 0]
+        s2 = sums[1, 0]
         rho = l1[r] / l2[r]
         if first:
             if odd >= NOT_FINITE:
@@ -288,12 +341,16 @@ def pass_kernels(threads):
 
     @cuda.jit
     def finish_norm(ss_in, l1, l2, condition, state, factor):
-        r = cuda.grid(1)
-        if r >= state.shape[0] or state[r] != SETTLED:
+        r = cuda.blockIdx.x
+        t = cuda.threadIdx.x
+        if state[r] != SETTLED:  # the whole block leaves
             return
         ss = 0.0
-        for c in range(ss_in.shape[1]):
+        for c in range(t, ss_in.shape[1], ROW_THREADS):  # as finish_pass adds
             ss += ss_in[r, c]
+        ss = row_tree_sum(cuda.shared.array(ROW_THREADS, float64), t, ss)
+        if t != 0:
+            return
         norm = math.sqrt(ss)
         beta = l2[r] / (norm if norm > 0 else 1.0)
         factor[r] = beta

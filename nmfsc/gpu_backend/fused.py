@@ -69,8 +69,6 @@ BLOCK = 256
 #: Entries each thread reads per (row, chunk): a chunk is ``threads * 16``
 #: entries (4,096 for long rows), so a row of 10^6 takes 245 blocks.
 CHUNK_PER_THREAD = 16
-#: Threads per block of the per-row kernels.
-ROW_BLOCK = 128
 #: Chunks per row, at most (CUDA's limit on a grid's y dimension).
 MAX_CHUNKS = 65_535
 #: Passes launched between two host reads of the rows still moving.
@@ -197,8 +195,7 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, inf
     parts = [launch.view(xp.empty((count, chunks), dtype=d)) for d in (xp.int64, float, float)]
     parts.append(launch.view(xp.empty((count, chunks), dtype=xp.int64)))
     grid = (count, chunks)
-    row_threads = min(ROW_BLOCK, 1 << max(count - 1, 0).bit_length())
-    row_grid = -(-count // row_threads)
+    per_row = (count, K.ROW_THREADS)  # the per-row kernels: a block for each row
     for p in range(limit):
         if info is not None:
             active = state == K.ACTIVE
@@ -222,8 +219,7 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, inf
         )
         launch(
             kernels.finish_pass,
-            row_grid,
-            row_threads,
+            *per_row,
             *parts,
             l1_,
             l2_,
@@ -276,9 +272,7 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, inf
         chunk,
         ss_part,
     )
-    launch(
-        kernels.finish_norm, row_grid, row_threads, ss_part, l1_, l2_, condition_, state_, factor_
-    )
+    launch(kernels.finish_norm, *per_row, ss_part, l1_, l2_, condition_, state_, factor_)
     launch(kernels.scale, grid, threads, x_, signed, alpha_, factor_, state_, chunk, s_)
     fates = to_host(state)  # finish_norm leaves ill-conditioned rows to the CPU
     single = np.flatnonzero(fates == K.SINGLE)
