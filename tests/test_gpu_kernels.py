@@ -45,7 +45,7 @@ def test_kernels_pass_under_the_simulator():
         cwd=os.path.dirname(HERE),
     )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    assert "12 passed, 1 skipped" in out.stdout, out.stdout[-2000:]
+    assert "13 passed, 1 skipped" in out.stdout, out.stdout[-2000:]
 
 
 def reference_partials(A, alpha, signed, threads=THREADS, chunk=CHUNK):
@@ -337,3 +337,45 @@ def test_same_bits_on_every_launch():
     assert info["passes"] > 3 and info["sorted"] == info["on_cpu"] == 0
     assert 2 * X.size <= info["read"] < info["passes"] * X.size
     assert 0 < info["written"] < info["read"] - X.size
+
+
+@in_simulator
+def test_a_kept_workspace_starts_each_projection_afresh():
+    """The arrays kept from one projection to the next of rows of the same
+    shape (fused._workspace) carry nothing over: rows projected after
+    others, harder ones among them (a row to the CPU kernel, one at
+    sparseness 1, one not finite), have the bits of their projection in a
+    fresh process; release_workspaces drops them."""
+    from nmfsc.gpu_backend import fused
+
+    def projected(X, l1, l2):
+        return fused.project_rows_fused(np, X, l1, l2, threads=THREADS, chunk=CHUNK)
+
+    hard, l1_hard, l2_hard = hard_rows(300, np.float64, False)
+    hard[2, 7] = np.nan
+    rng = np.random.default_rng(5)
+    plain = np.abs(rng.standard_normal(hard.shape)) ** 2
+    l1_plain = np.array([l1_for_sparseness(0.5, 300)] * len(plain))
+    want = []
+    for X, l1, l2 in ((plain, l1_plain, np.ones(len(plain))), (hard, l1_hard, l2_hard)):
+        fused.release_workspaces()  # each by a fresh workspace
+        want.append(projected(X, l1, l2))
+    fused.release_workspaces()
+    assert not fused._WORKSPACES
+    projected(plain, l1_plain, np.ones(len(plain)))
+    assert len(fused._WORKSPACES) == 1
+    for X, l1, l2, (S, finite) in (
+        (hard, l1_hard, l2_hard, want[1]),
+        (plain, l1_plain, np.ones(len(plain)), want[0]),
+        (hard, l1_hard, l2_hard, want[1]),
+    ):
+        got, got_finite = projected(X, l1, l2)
+        np.testing.assert_array_equal(got, S)
+        np.testing.assert_array_equal(got_finite, finite)
+    assert len(fused._WORKSPACES) == 1  # one shape, one workspace
+    for n in range(200, 200 + fused.KEEP_WORKSPACES + 2):  # other shapes: at most KEEP_WORKSPACES
+        X = np.abs(rng.standard_normal((2, n)))
+        projected(X, np.full(2, l1_for_sparseness(0.5, n)), np.ones(2))
+    assert len(fused._WORKSPACES) == fused.KEEP_WORKSPACES
+    fused.release_workspaces()
+    assert not fused._WORKSPACES

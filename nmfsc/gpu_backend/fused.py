@@ -50,6 +50,9 @@ are added in another order).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 import numpy as np
 
 from nmfsc.gpu_backend import cuda_kernels as K
@@ -62,7 +65,7 @@ from nmfsc.gpu_backend.thresholds import (
 )
 from nmfsc.projection import project
 
-__all__ = ["BLOCK", "CHUNK_PER_THREAD", "layout", "project_rows_fused"]
+__all__ = ["BLOCK", "CHUNK_PER_THREAD", "layout", "project_rows_fused", "release_workspaces"]
 
 #: Threads per block, at most (fewer for short rows).
 BLOCK = 256
@@ -93,7 +96,11 @@ class _Launcher:
     """Kernels launched on CuPy's current stream, on CuPy arrays viewed as
     Numba device arrays (each viewed once: a view costs host time at
     every launch), or, under Numba's CUDA simulator, on NumPy arrays as
-    they are."""
+    they are. Each (kernel, grid, block) is specialised to its arguments'
+    types and configured at its first launch, and launched as such after:
+    Numba's typing of the arguments and its launch configuration cost
+    host time at every launch, which a pass of a fraction of a
+    millisecond would otherwise wait on."""
 
     def __init__(self, xp):
         from numba import cuda
@@ -105,6 +112,7 @@ class _Launcher:
         else:
             pointer = xp.cuda.get_current_stream().ptr
             self.stream = cuda.external_stream(pointer) if pointer else cuda.default_stream()
+        self.configured = {}
 
     def view(self, array):
         """The array as the kernels take it (no copy, no synchronisation)."""
@@ -113,7 +121,117 @@ class _Launcher:
         return self.cuda.as_cuda_array(array, sync=False)
 
     def __call__(self, kernel, grid, block, *args):
-        kernel[grid, block, self.stream](*args)
+        key = (kernel, grid, block)
+        configured = self.configured.get(key)
+        if configured is None:
+            # Numba's simulator has no specialisation; its kernels take any types.
+            typed = kernel if self.simulated else kernel.specialize(*args)
+            configured = self.configured[key] = typed[grid, block, self.stream]
+        configured(*args)
+
+
+class _Workspace:
+    """The fused projection's arrays for rows of one shape and dtype, their
+    device views and the configured kernels (:class:`_Launcher`), kept
+    from one projection to the next of the same rows (an ``nmf_sc`` run
+    projects its trials' rows, of one shape, many times): a view and a
+    configuration cost host time, tens of microseconds each, of which a
+    projection would otherwise spend a millisecond on twenty arrays and
+    five kernels. Only the rows X, the result S and the buffer B (X's
+    size) are viewed at each projection. Kept per GPU, CuPy stream and
+    host thread (:func:`_workspace`), so that no two projections share
+    one at the same time.
+
+    Per row: its targets ``l1``, ``l2``; its threshold ``alpha``, ``state``
+    (``cuda_kernels.ACTIVE`` ...), support ``size`` at the last pass,
+    ``factor`` (beta); where its passes read (``from_a``), whether the next
+    keeps its support (``compact``), the size and threshold of the support
+    B holds (``stored``, ``kept_level``), its ``condition``; per pass, the
+    rows still ``moving``; per (row, chunk), the partials (``parts``: count,
+    S1, S2, odd) and per thread the entries it ``kept`` in B."""
+
+    def __init__(self, xp, count, chunks, threads, limit):
+        self.launch = _Launcher(xp)
+        self.l1, self.l2, self.alpha, self.factor, self.kept_level, self.condition = (
+            xp.empty(count) for _ in range(6)
+        )
+        self.state, self.from_a, self.compact = (xp.empty(count, dtype=xp.int32) for _ in range(3))
+        self.size, self.stored = (xp.empty(count, dtype=xp.int64) for _ in range(2))
+        self.moving = xp.empty(limit, dtype=xp.int64)
+        self.kept = xp.empty((count, chunks, threads), dtype=xp.int32)
+        self.parts = [xp.empty((count, chunks), dtype=d) for d in (xp.int64, float, float)]
+        self.parts.append(xp.empty((count, chunks), dtype=xp.int64))
+        self.views = {
+            name: self.launch.view(getattr(self, name))
+            for name in (
+                "l1",
+                "l2",
+                "alpha",
+                "factor",
+                "kept_level",
+                "condition",
+                "state",
+                "from_a",
+                "compact",
+                "size",
+                "stored",
+                "moving",
+                "kept",
+            )
+        }
+        self.views["parts"] = [self.launch.view(part) for part in self.parts]
+
+    def reset(self, l1, l2):
+        """The start of a projection to the targets ``l1``, ``l2``."""
+        self.l1[...] = l1
+        self.l2[...] = l2
+        for array, value in (
+            (self.alpha, -np.inf),
+            (self.factor, 1.0),
+            (self.kept_level, -np.inf),
+            (self.condition, np.inf),
+            (self.state, K.ACTIVE),
+            (self.from_a, 1),
+            (self.compact, 0),
+            (self.size, -1),
+            (self.stored, 0),
+            (self.moving, 0),
+            (self.kept, 0),
+        ):
+            array.fill(value)
+
+
+#: Workspaces kept (:func:`_workspace`), the last used last.
+_WORKSPACES: OrderedDict = OrderedDict()
+#: Workspaces kept at most: an ``nmf_sc`` run with both factors constrained
+#: projects rows of two shapes in turn.
+KEEP_WORKSPACES = 4
+
+
+def release_workspaces():
+    """Drop the kept workspaces (:func:`_workspace`), and the device memory
+    they hold: at the end of a run and of a public projection
+    (:func:`nmfsc.gpu_backend.projection.release_fused_workspaces`)."""
+    _WORKSPACES.clear()
+
+
+def _workspace(xp, X, dtype, chunks, threads, limit):
+    """The :class:`_Workspace` for projecting X (its shape and dtype) into
+    ``dtype`` with this layout, on this GPU, CuPy stream and host thread:
+    kept from the last such projection, or made (the least recently used
+    of :data:`KEEP_WORKSPACES` is dropped)."""
+    if xp is np:
+        place = None
+    else:
+        place = (X.device.id, xp.cuda.get_current_stream().ptr)
+    key = (place, threading.get_ident(), X.shape, X.dtype, dtype, chunks, threads)
+    workspace = _WORKSPACES.pop(key, None)
+    if workspace is None:
+        workspace = _Workspace(xp, X.shape[0], chunks, threads, limit)
+    _WORKSPACES[key] = workspace
+    while len(_WORKSPACES) > KEEP_WORKSPACES:
+        _WORKSPACES.popitem(last=False)
+    return workspace
 
 
 def project_rows_fused(
@@ -162,38 +280,29 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, inf
         threads, chunk = layout(n)
     chunks = -(-n // chunk)
     kernels = K.pass_kernels(threads)
-    launch = _Launcher(xp)
     signed = not nonneg
     l1 = xp.ascontiguousarray(l1, dtype=xp.float64)
     l2 = xp.ascontiguousarray(l2, dtype=xp.float64)
-    alpha = xp.full(count, -np.inf)
-    state = xp.zeros(count, dtype=xp.int32)
     limit = max_passes(n)
-    moving = xp.zeros(limit, dtype=xp.int64)
-    factor = xp.ones(count)
     S = xp.empty((count, n), dtype=xp.float64 if dtype is None else dtype)
-    # Device views of each array, made once (alpha and state are also
-    # written by CuPy below, through the arrays they view).
-    x_, l1_, l2_, alpha_, state_, moving_, factor_, s_ = map(
-        launch.view, (X, l1, l2, alpha, state, moving, factor, S)
+    work = _workspace(xp, X, S.dtype, chunks, threads, limit)
+    work.reset(l1, l2)
+    launch = work.launch
+    # The arrays CuPy reads and writes below, and the kernels' views of them.
+    alpha, state, moving, condition = work.alpha, work.state, work.moving, work.condition
+    from_a, compact, kept = work.from_a, work.compact, work.kept
+    v = work.views
+    l1_, l2_, alpha_, state_, moving_, factor_ = (
+        v[name] for name in ("l1", "l2", "alpha", "state", "moving", "factor")
     )
-    size_ = launch.view(xp.full(count, -1, dtype=xp.int64))
+    size_, from_a_, compact_, kept_, stored_ = (
+        v[name] for name in ("size", "from_a", "compact", "kept", "stored")
+    )
+    kept_level_, condition_, parts = v["kept_level"], v["condition"], v["parts"]
     # The support's entries, kept by each thread in its own slots of its
-    # chunk, so that later passes read only them (the support shrinks):
-    # where they are read from (A or B), whether a pass keeps its support,
-    # the size and threshold of the support B holds.
-    from_a = xp.ones(count, dtype=xp.int32)
-    compact = xp.zeros(count, dtype=xp.int32)
-    kept = xp.zeros((count, chunks, threads), dtype=xp.int32)
-    b_, kept_, from_a_, compact_ = map(launch.view, (xp.empty_like(X), kept, from_a, compact))
-    stored_ = launch.view(xp.zeros(count, dtype=xp.int64))
-    kept_level_ = launch.view(xp.full(count, -np.inf))
-    # Each settled row's condition (thresholds.condition_parts), for finish_norm.
-    condition = xp.full(count, np.inf)
-    condition_ = launch.view(condition)
+    # chunk, so that later passes read only them (the support shrinks).
+    x_, s_, b_ = map(launch.view, (X, S, xp.empty_like(X)))
     traffic = [0, 0]  # entries read and written by the passes (only with ``info``)
-    parts = [launch.view(xp.empty((count, chunks), dtype=d)) for d in (xp.int64, float, float)]
-    parts.append(launch.view(xp.empty((count, chunks), dtype=xp.int64)))
     grid = (count, chunks)
     per_row = (count, K.ROW_THREADS)  # the per-row kernels: a block for each row
     for p in range(limit):

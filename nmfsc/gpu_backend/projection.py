@@ -64,7 +64,13 @@ from nmfsc.gpu_backend.thresholds import (
 )
 from nmfsc.projection import project
 
-__all__ = ["fused_kernels", "project_batch_device", "project_rows", "project_rows_by_arrays"]
+__all__ = [
+    "fused_kernels",
+    "project_batch_device",
+    "project_rows",
+    "project_rows_by_arrays",
+    "release_fused_workspaces",
+]
 
 #: The relative tolerance of "already meets the targets" (the CPU kernels').
 FEASIBLE_RTOL = 1e-13
@@ -211,6 +217,17 @@ def fused_kernels():
     return _FUSED[0]
 
 
+def release_fused_workspaces():
+    """Drop what the fused kernels keep from one projection to the next of
+    the same rows (:func:`nmfsc.gpu_backend.fused.release_workspaces`), if
+    they have run in this process: at the end of a run on the device and
+    of a public projection, so that no device memory stays held after it."""
+    if _FUSED and _FUSED[0] is not None:
+        from nmfsc.gpu_backend.fused import release_workspaces
+
+        release_workspaces()
+
+
 def project_batch_device(X, l1, l2, axis, nonneg, method, return_passes):
     """:func:`nmfsc.project_batch` (and :func:`nmfsc.project`, a 1-D X) of a
     device array, computed on the device; the result is a device array.
@@ -234,7 +251,10 @@ def project_batch_device(X, l1, l2, axis, nonneg, method, return_passes):
             f"l1={float(l1a[i])!r} is unreachable (vector {i}) for a vector of length {n} with "
             f"l2={float(l2a[i])!r}: it must satisfy 0 < l2 <= l1 <= sqrt(n) * l2"
         )
-    S, finite = project_rows(xp, rows, l1a, l2a, nonneg)
+    try:
+        S, finite = project_rows(xp, rows, l1a, l2a, nonneg)
+    finally:
+        release_fused_workspaces()
     if not bool(finite.all()):
         what = "column" if axis == 0 and X.ndim == 2 else "row"
         first = int(to_host(xp.flatnonzero(~finite))[0])

@@ -21,6 +21,7 @@ from functools import partial
 import numpy as np
 
 from nmfsc.gpu_backend.arrays import check_device_data, namespace, to_host
+from nmfsc.gpu_backend.projection import release_fused_workspaces
 from nmfsc.gpu_backend.steps import DEVICE_STEPS, DeviceData
 from nmfsc.solvers.checkpoint import save_checkpoint
 from nmfsc.solvers.framework import Run
@@ -36,7 +37,10 @@ def run_on_device(steps, V, n_components, params, settings, stacklevel=6):
     at the caller of the public solver (Run.run, this function, the backend's
     entry, ``run_steps``, the solver, its settings decorator)."""
     make_steps = partial(DEVICE_STEPS[steps], **params)
-    return DeviceRun(make_steps, V, n_components, params, settings).run(stacklevel=stacklevel)
+    try:
+        return DeviceRun(make_steps, V, n_components, params, settings).run(stacklevel=stacklevel)
+    finally:
+        release_fused_workspaces()  # kept between the run's projections only
 
 
 class DeviceRun(Run):
