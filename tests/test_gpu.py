@@ -793,3 +793,29 @@ def test_device_steps_never_take_the_cpus_blocked_products(monkeypatch, steps, s
         warnings.simplefilter("ignore", ConvergenceWarning)
         result = on_device(steps, V, 10, params, name=name, max_iter=5, tol=0, random_state=0)
     assert result.n_iter == 5
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cupy_stepped_is_numpys_step_and_runs_keep_no_workspace(dtype):
+    """The fused trial step (arrays.stepped) is NumPy's ``X - mu * D`` in
+    X's dtype to a rounding of the product (the GPU may fuse the multiply
+    and the subtraction); a run on the GPU leaves none of the fused projection's
+    workspaces behind."""
+    from nmfsc.gpu_backend.arrays import stepped
+    from nmfsc.gpu_backend.projection import fused_kernels
+
+    rng = np.random.default_rng(4)
+    X, D = (np.abs(rng.standard_normal((7, 5000))).astype(dtype) for _ in range(2))
+    got = stepped(CUPY, CUPY.asarray(X), CUPY.asarray(D), 0.37)
+    want = stepped(np, X, D, 0.37)
+    assert got.dtype == want.dtype == dtype
+    scale = np.abs(X) + 0.37 * np.abs(D)  # a rounding of the product, at most
+    assert np.all(np.abs(got.get() - want) <= np.finfo(dtype).eps * scale)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        nmf_sc(CUPY.asarray(np.abs(X)), 3, sparseness_h=0.7, max_iter=3, tol=0, random_state=0)
+    if fused_kernels() is not None:
+        from nmfsc.gpu_backend import fused
+
+        assert not fused._WORKSPACES

@@ -2,7 +2,9 @@
 
 ``xp`` is the module of the arrays a run works on: ``cupy`` for CuPy
 arrays, ``numpy`` otherwise. The backend's array code calls only functions
-the two share, so the same lines run on a GPU and, in the tests, on the CPU.
+the two share, so the same lines run on a GPU and, in the tests, on the CPU;
+:func:`stepped` alone has a CuPy form of its own (one fused kernel), whose
+NumPy form is the same operations.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ __all__ = [
     "device_frobenius_norm",
     "inner",
     "namespace",
+    "stepped",
     "to_host",
 ]
 
@@ -31,6 +34,28 @@ def namespace(x):
 def to_host(x):
     """x as a NumPy array (``.get()`` for a CuPy array)."""
     return x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else np.asarray(x)
+
+
+def stepped(xp, X, D, mu):
+    """``X - mu * D``, the trial of a gradient step (mu a Python float,
+    taken in X's dtype as NumPy takes it). On CuPy arrays, one kernel
+    (``cupy.fuse``) reads X and D and writes the trial: three passes over
+    the factor's memory, where the two operations make five (the product
+    is written, then read again); its entries may differ from NumPy's in
+    the last bit (the GPU may fuse the multiply and the subtraction)."""
+    if xp is np:
+        return X - mu * D
+    return _fused_step(xp)(X, D, X.dtype.type(mu))
+
+
+_FUSED_STEP: list = []
+
+
+def _fused_step(xp):
+    """``cupy.fuse`` of ``x - mu * d``, made once per process."""
+    if not _FUSED_STEP:
+        _FUSED_STEP.append(xp.fuse(kernel_name="nmfsc_stepped")(lambda x, d, mu: x - mu * d))
+    return _FUSED_STEP[0]
 
 
 def inner(xp, A, B):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from nmfsc._kernels.rowblocks import RULE_NONNEG, RULE_SCALED, RULE_UNIT
-from nmfsc.gpu_backend.arrays import inner
+from nmfsc.gpu_backend.arrays import inner, stepped
 from nmfsc.gpu_backend.projection import project_rows
 from nmfsc.gpu_backend.sweeps import sweep_rows, unit_rows
 from nmfsc.solvers.accelerated import SWEEP_DELTA, AcceleratedSteps
@@ -208,7 +208,7 @@ class DeviceHoyerSteps(HoyerSteps):
         xp = self.xp
         count = X.shape[0]
         while True:
-            trial = X - mu * D
+            trial = stepped(xp, X, D, mu)
             if own_norm:
                 l2 = xp.sqrt(xp.sum(trial * trial, axis=1, dtype=xp.float64))
                 usable = bool(((l2 > 0) & xp.isfinite(l2)).all())
