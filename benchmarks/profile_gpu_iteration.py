@@ -20,7 +20,8 @@ Then it splits the fused projection (:mod:`nmfsc.gpu_backend.fused`) of
 the run's H rows, stepped as a trial is, by kernel: for each kernel the
 launches per projection, the host's time per launch call, and the GPU's
 time per launch (CUDA events around it); and the whole projection's host
-and GPU time (``cupyx.profiler.benchmark``). This part runs without
+and GPU time (``cupyx.profiler.benchmark``), with the default chunks and
+chunks of 8 to 64 entries per thread. This part runs without
 ``CUDA_LAUNCH_BLOCKING`` in a second process (``--kernels-only``).
 """
 
@@ -179,6 +180,18 @@ def kernels(xp, V, args):
     )
     pass_s = benchmark(lambda: trial.sum(), (), n_repeat=20, n_warmup=3)
     print(f"One pass over the rows (a sum): GPU {np.median(pass_s.gpu_times):.2e} s.")
+    threads, chunk = fused.layout(T)
+    print(f"\nChunks of other sizes (the default: {chunk} entries, {threads} threads):")
+    print("| entries per thread | host s | GPU s |")
+    print("|---:|---:|---:|")
+    for per_thread in (8, 16, 32, 64):
+        kwargs = {"threads": threads, "chunk": threads * per_thread}
+        project(xp, trial, l1, ones, **kwargs)  # its own workspace
+        timed_run = benchmark(project, (xp, trial, l1, ones), kwargs, n_repeat=10, n_warmup=2)
+        print(
+            f"| {per_thread} | {np.median(timed_run.cpu_times):.2e} "
+            f"| {np.median(timed_run.gpu_times):.2e} |"
+        )
     return 0
 
 
