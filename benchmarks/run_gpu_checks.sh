@@ -61,8 +61,8 @@ wait "$warm_up"  # the CPU kernels compiled: the bench's CPU times are the kerne
 timeout "${BENCH_LIMIT:-300}" python3 benchmarks/bench_gpu.py "$@"
 bench=$?
 timeout "${PROFILE_LIMIT:-60}" python3 benchmarks/profile_gpu_iteration.py --iterations 6
-workers=$(python3 -c "import xdist" 2>/dev/null && echo "-n 4")
-# shellcheck disable=SC2086  # $workers is empty or two words
+workers=$(python3 -c "import xdist" 2>/dev/null && echo "-n 4 -p no:benchmark")
+# shellcheck disable=SC2086  # $workers: empty, or the words of xdist's options
 timeout "${TESTS_LIMIT:-240}" python3 -m pytest tests/test_gpu.py tests/test_cuda_target.py \
     -q -p no:cacheprovider -rs $workers
 tests=$?
