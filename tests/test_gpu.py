@@ -549,7 +549,7 @@ def test_device_rows_take_the_fused_kernels_else_the_array_code(monkeypatch):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_cupy_rows_take_the_fused_kernels(dtype):
     """On a GPU with Numba's CUDA target, the fused kernels project CuPy
-    rows (the real layout: rows of 10^5 in 7 chunks) as the CPU does, with
+    rows (the real layout: rows of 10^5 in 25 chunks) as the CPU does, with
     the same bits on every launch."""
     from nmfsc.gpu_backend.projection import fused_kernels
 

@@ -69,9 +69,9 @@ __all__ = ["BLOCK", "CHUNK_PER_THREAD", "layout", "project_rows_fused", "release
 
 #: Threads per block, at most (fewer for short rows).
 BLOCK = 256
-#: Entries each thread reads per (row, chunk): a chunk is ``threads * 64``
-#: entries (16,384 for long rows), so a row of 10^6 takes 62 blocks.
-CHUNK_PER_THREAD = 64
+#: Entries each thread reads per (row, chunk): a chunk is ``threads * 16``
+#: entries (4,096 for long rows), so a row of 10^6 takes 245 blocks.
+CHUNK_PER_THREAD = 16
 #: Chunks per row, at most (CUDA's limit on a grid's y dimension).
 MAX_CHUNKS = 65_535
 #: Passes launched between two host reads of the rows still moving.
