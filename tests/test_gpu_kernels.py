@@ -13,6 +13,7 @@ and the fused projection to the CPU kernels and the array code.
 import os
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -45,7 +46,7 @@ def test_kernels_pass_under_the_simulator():
         cwd=os.path.dirname(HERE),
     )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    assert "13 passed, 1 skipped" in out.stdout, out.stdout[-2000:]
+    assert "14 passed, 1 skipped" in out.stdout, out.stdout[-2000:]
 
 
 def reference_partials(A, alpha, signed, threads=THREADS, chunk=CHUNK):
@@ -344,8 +345,8 @@ def test_a_kept_workspace_starts_each_projection_afresh():
     """The arrays kept from one projection to the next of rows of the same
     shape (fused._workspace) carry nothing over: rows projected after
     others, harder ones among them (a row to the CPU kernel, one at
-    sparseness 1, one not finite), have the bits of their projection in a
-    fresh process; release_workspaces drops them."""
+    sparseness 1, one not finite), have the bits of their projection by a
+    fresh workspace; release_workspaces drops them."""
     from nmfsc.gpu_backend import fused
 
     def projected(X, l1, l2):
@@ -379,3 +380,36 @@ def test_a_kept_workspace_starts_each_projection_afresh():
     assert len(fused._WORKSPACES) == fused.KEEP_WORKSPACES
     fused.release_workspaces()
     assert not fused._WORKSPACES
+    # Each host thread keeps and drops its own.
+    worker = threading.Thread(target=projected, args=(plain, l1_plain, np.ones(len(plain))))
+    worker.start()
+    worker.join()
+    assert len(fused._WORKSPACES) == 1
+    fused.release_workspaces()  # this thread's: none
+    assert len(fused._WORKSPACES) == 1
+    worker = threading.Thread(target=fused.release_workspaces)
+    worker.start()
+    worker.join()
+    assert not fused._WORKSPACES
+
+
+@in_simulator
+def test_rows_of_many_chunks_per_row_thread():
+    """Rows in more chunks than the per-row kernels have threads (40 chunks
+    of 4 entries: some of finish_pass's 32 threads add two chunks'
+    partials) project as in two chunks, to rounding, with the same bits
+    on every launch."""
+    from nmfsc.gpu_backend.cuda_kernels import ROW_THREADS
+    from nmfsc.gpu_backend.fused import project_rows_fused
+
+    n = THREADS * (ROW_THREADS + 8)
+    X = np.abs(np.random.default_rng(9).standard_normal((2, n))) ** 2
+    l1 = np.array([l1_for_sparseness(s, n) for s in (0.4, 0.8)])
+    few, _ = project_rows_fused(np, X, l1, np.ones(2), threads=THREADS, chunk=CHUNK)
+    many = [
+        project_rows_fused(np, X, l1, np.ones(2), threads=THREADS, chunk=THREADS)[0]
+        for _ in range(2)
+    ]
+    np.testing.assert_array_equal(many[0], many[1])
+    assert np.max(np.abs(many[0] - few)) <= ULPS * EPS
+    np.testing.assert_array_equal(many[0] != 0, few != 0)

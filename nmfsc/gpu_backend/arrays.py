@@ -43,7 +43,7 @@ def stepped(xp, X, D, mu):
     the factor's memory, where the two operations make five (the product
     is written, then read again); its entries may differ from NumPy's in
     the last bit (the GPU may fuse the multiply and the subtraction)."""
-    if xp is np:
+    if xp is np or D.dtype != X.dtype:  # (the solvers' X and D share a dtype)
         return X - mu * D
     return _fused_step(xp)(X, D, X.dtype.type(mu))
 

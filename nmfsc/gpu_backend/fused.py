@@ -100,7 +100,11 @@ class _Launcher:
     types and configured at its first launch, and launched as such after:
     Numba's typing of the arguments and its launch configuration cost
     host time at every launch, which a pass of a fraction of a
-    millisecond would otherwise wait on."""
+    millisecond would otherwise wait on. A specialised kernel takes its
+    arguments as the types it was compiled for, unchecked, so a launcher
+    serves one workspace, whose key (:func:`_workspace`) fixes the dtype
+    of every array passed; the scalars are passed as Python bools and
+    ints."""
 
     def __init__(self, xp):
         from numba import cuda
@@ -208,11 +212,20 @@ _WORKSPACES: OrderedDict = OrderedDict()
 KEEP_WORKSPACES = 4
 
 
+#: Guards :data:`_WORKSPACES` (projections in several host threads).
+_WORKSPACES_LOCK = threading.Lock()
+
+
 def release_workspaces():
-    """Drop the kept workspaces (:func:`_workspace`), and the device memory
-    they hold: at the end of a run and of a public projection
-    (:func:`nmfsc.gpu_backend.projection.release_fused_workspaces`)."""
-    _WORKSPACES.clear()
+    """Drop the workspaces this host thread keeps (:func:`_workspace`),
+    their memory going back to CuPy's pool: at the end of a run and of a
+    public projection
+    (:func:`nmfsc.gpu_backend.projection.release_fused_workspaces`).
+    Other threads' workspaces stay, for their runs."""
+    me = threading.get_ident()
+    with _WORKSPACES_LOCK:
+        for key in [key for key in _WORKSPACES if key[1] == me]:
+            del _WORKSPACES[key]
 
 
 def _workspace(xp, X, dtype, chunks, threads, limit):
@@ -225,12 +238,14 @@ def _workspace(xp, X, dtype, chunks, threads, limit):
     else:
         place = (X.device.id, xp.cuda.get_current_stream().ptr)
     key = (place, threading.get_ident(), X.shape, X.dtype, dtype, chunks, threads)
-    workspace = _WORKSPACES.pop(key, None)
+    with _WORKSPACES_LOCK:
+        workspace = _WORKSPACES.pop(key, None)
     if workspace is None:
         workspace = _Workspace(xp, X.shape[0], chunks, threads, limit)
-    _WORKSPACES[key] = workspace
-    while len(_WORKSPACES) > KEEP_WORKSPACES:
-        _WORKSPACES.popitem(last=False)
+    with _WORKSPACES_LOCK:
+        _WORKSPACES[key] = workspace
+        while len(_WORKSPACES) > KEEP_WORKSPACES:
+            _WORKSPACES.popitem(last=False)
     return workspace
 
 
@@ -267,7 +282,9 @@ def project_rows_fused(
         return _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, info)
     from numba import cuda
 
-    with cuda.gpus[X.device.id]:  # Numba's context on CuPy's array's GPU
+    # CuPy's device (where the workspace's arrays are made) and Numba's
+    # context: the array's GPU, whatever GPU is current.
+    with X.device, cuda.gpus[X.device.id]:
         return _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, info)
 
 
@@ -280,6 +297,7 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, inf
         threads, chunk = layout(n)
     chunks = -(-n // chunk)
     kernels = K.pass_kernels(threads)
+    nonneg = bool(nonneg)  # the kernels' boolean arguments (see _Launcher)
     signed = not nonneg
     l1 = xp.ascontiguousarray(l1, dtype=xp.float64)
     l2 = xp.ascontiguousarray(l2, dtype=xp.float64)

@@ -218,10 +218,11 @@ def fused_kernels():
 
 
 def release_fused_workspaces():
-    """Drop what the fused kernels keep from one projection to the next of
-    the same rows (:func:`nmfsc.gpu_backend.fused.release_workspaces`), if
-    they have run in this process: at the end of a run on the device and
-    of a public projection, so that no device memory stays held after it."""
+    """Drop what the fused kernels keep, in this host thread, from one
+    projection to the next of the same rows
+    (:func:`nmfsc.gpu_backend.fused.release_workspaces`), if they have run
+    in this process: at the end of a run on the device and of a public
+    projection, so that nmfsc holds none of CuPy's memory after it."""
     if _FUSED and _FUSED[0] is not None:
         from nmfsc.gpu_backend.fused import release_workspaces
 
