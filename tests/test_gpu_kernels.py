@@ -25,8 +25,12 @@ in_simulator = pytest.mark.skipif(
     not SIMULATED,
     reason="runs in the simulator's subprocess (test_kernels_pass_under_the_simulator)",
 )
-#: Small blocks for the simulator: 4 threads, chunks of 128 entries.
-THREADS, CHUNK = 4, 128
+#: Small blocks for the simulator: 4 threads, chunks of 128 entries, 4
+#: threads per row in the per-row kernels (the simulator runs each thread
+#: as a Python thread; test_a_pass_reads_the_rows_again_where_its_threshold_fell
+#: runs finish_pass with the real ROW_THREADS).
+THREADS, CHUNK, ROWS = 4, 128, 4
+LAYOUT = {"threads": THREADS, "chunk": CHUNK, "row_threads": ROWS}
 #: The fused projection against the array code (float64), per entry: ulps
 #: of the row's norm l2 (its entries are at most l2). The two add the same
 #: sums in different orders; 9.9 ulps is the largest gap seen here.
@@ -214,7 +218,7 @@ def test_fused_projection_is_the_cpu_projection(dtype, signed, monkeypatch):
     )
     n = 300
     X, l1, l2 = hard_rows(n, dtype, signed)
-    S, finite = fused.project_rows_fused(np, X, l1, l2, not signed, threads=THREADS, chunk=CHUNK)
+    S, finite = fused.project_rows_fused(np, X, l1, l2, not signed, **LAYOUT)
     assert S.dtype == np.float64 and finite.all()
     assert len(to_cpu) == 1 and np.all(to_cpu[0] == 0.25)  # the constant row only
     array_code, _ = project_rows(np, X.astype(np.float64), l1, l2, not signed)
@@ -246,7 +250,7 @@ def test_a_float32_result_is_the_float64_result_rounded_once(dtype, signed, monk
     X, l1, l2 = hard_rows(300, dtype, signed)
     X[2, 7] = np.nan
     both = [
-        fused.project_rows_fused(np, X, l1, l2, not signed, dtype=out, threads=THREADS, chunk=CHUNK)
+        fused.project_rows_fused(np, X, l1, l2, not signed, dtype=out, **LAYOUT)
         for out in (None, np.float32)
     ]
     (wide, finite), (narrow, finite32) = both
@@ -269,14 +273,10 @@ def test_the_hosts_reads_between_passes_change_nothing():
 
     X, l1, l2 = hard_rows(300, np.float64, False)
     info = {}
-    want, finite = project_rows_fused(
-        np, X, l1, l2, threads=THREADS, chunk=CHUNK, check_every=1, info=info
-    )
+    want, finite = project_rows_fused(np, X, l1, l2, **LAYOUT, check_every=1, info=info)
     assert info["passes"] > 3  # so that spacings of 2-5 end past the last pass
     for check_every in (2, 3, 5, 1000):
-        got, got_finite = project_rows_fused(
-            np, X, l1, l2, threads=THREADS, chunk=CHUNK, check_every=check_every
-        )
+        got, got_finite = project_rows_fused(np, X, l1, l2, **LAYOUT, check_every=check_every)
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(got_finite, finite)
 
@@ -297,9 +297,7 @@ def test_ill_conditioned_rows_go_to_the_cpu_kernel(monkeypatch):
     X = np.stack([1.0 + 1e-4 * rng.random(n), 1.0 + 1e-6 * rng.random(n), rng.random(n)])
     l1 = np.array([l1_for_sparseness(t, n) for t in (0.9, 0.3, 0.6)])
     info = {}
-    S, finite = fused.project_rows_fused(
-        np, X, l1, np.ones(3), threads=THREADS, chunk=CHUNK, info=info
-    )
+    S, finite = fused.project_rows_fused(np, X, l1, np.ones(3), **LAYOUT, info=info)
     assert finite.all() and info["on_cpu"] == len(to_cpu) == 2
     for r in range(2):
         np.testing.assert_array_equal(S[r], project(X[r], l1[r], 1.0))
@@ -315,7 +313,7 @@ def test_rows_that_are_not_finite_are_refused_and_others_kept():
     X[0, 5] = np.nan
     X[2, 199] = np.inf
     l1 = np.full(3, l1_for_sparseness(0.5, 200))
-    S, finite = project_rows_fused(np, X, l1, np.ones(3), threads=THREADS, chunk=CHUNK)
+    S, finite = project_rows_fused(np, X, l1, np.ones(3), **LAYOUT)
     assert finite.tolist() == [False, True, False]
     assert np.isnan(S[0]).all() and np.isnan(S[2]).all()
     np.testing.assert_allclose(S[1], project(X[1], l1[1], 1.0), rtol=0, atol=4 * EPS)
@@ -328,8 +326,8 @@ def test_same_bits_on_every_launch():
     X = np.abs(np.random.default_rng(3).standard_normal((4, 300))) ** 3
     l1 = np.array([l1_for_sparseness(s, 300) for s in (0.2, 0.5, 0.8, 0.95)])
     info = {}
-    first, _ = project_rows_fused(np, X, l1, np.ones(4), threads=THREADS, chunk=CHUNK, info=info)
-    again, _ = project_rows_fused(np, X, l1, np.ones(4), threads=THREADS, chunk=CHUNK)
+    first, _ = project_rows_fused(np, X, l1, np.ones(4), **LAYOUT, info=info)
+    again, _ = project_rows_fused(np, X, l1, np.ones(4), **LAYOUT)
     np.testing.assert_array_equal(first, again)
     # At least two whole reads (the first pass, and the second, which
     # keeps nothing: it reads what the first kept, all), then the kept
@@ -350,7 +348,7 @@ def test_a_kept_workspace_starts_each_projection_afresh():
     from nmfsc.gpu_backend import fused
 
     def projected(X, l1, l2):
-        return fused.project_rows_fused(np, X, l1, l2, threads=THREADS, chunk=CHUNK)
+        return fused.project_rows_fused(np, X, l1, l2, **LAYOUT)
 
     hard, l1_hard, l2_hard = hard_rows(300, np.float64, False)
     hard[2, 7] = np.nan
@@ -368,7 +366,6 @@ def test_a_kept_workspace_starts_each_projection_afresh():
     for X, l1, l2, (S, finite) in (
         (hard, l1_hard, l2_hard, want[1]),
         (plain, l1_plain, np.ones(len(plain)), want[0]),
-        (hard, l1_hard, l2_hard, want[1]),
     ):
         got, got_finite = projected(X, l1, l2)
         np.testing.assert_array_equal(got, S)
@@ -381,7 +378,9 @@ def test_a_kept_workspace_starts_each_projection_afresh():
     fused.release_workspaces()
     assert not fused._WORKSPACES
     # Each host thread keeps and drops its own.
-    worker = threading.Thread(target=projected, args=(plain, l1_plain, np.ones(len(plain))))
+    small = plain[:2, :200]
+    l1_small = np.full(2, l1_for_sparseness(0.5, 200))
+    worker = threading.Thread(target=projected, args=(small, l1_small, np.ones(2)))
     worker.start()
     worker.join()
     assert len(fused._WORKSPACES) == 1
@@ -395,20 +394,19 @@ def test_a_kept_workspace_starts_each_projection_afresh():
 
 @in_simulator
 def test_rows_of_many_chunks_per_row_thread():
-    """Rows in more chunks than the per-row kernels have threads (40 chunks
-    of 4 entries: some of finish_pass's 32 threads add two chunks'
-    partials) project as in two chunks, to rounding, with the same bits
-    on every launch."""
-    from nmfsc.gpu_backend.cuda_kernels import ROW_THREADS
+    """Rows in more chunks than the per-row kernels have threads (11 chunks
+    of 8 entries for 4 threads: each adds two or three chunks' partials)
+    project as in one chunk, to rounding, with the same bits on every
+    launch."""
     from nmfsc.gpu_backend.fused import project_rows_fused
 
-    n = THREADS * (ROW_THREADS + 8)
+    n = 2 * THREADS * (2 * ROWS + 3)
     X = np.abs(np.random.default_rng(9).standard_normal((2, n))) ** 2
     l1 = np.array([l1_for_sparseness(s, n) for s in (0.4, 0.8)])
-    few, _ = project_rows_fused(np, X, l1, np.ones(2), threads=THREADS, chunk=CHUNK)
+    layout = {"threads": THREADS, "row_threads": ROWS}
+    few, _ = project_rows_fused(np, X, l1, np.ones(2), chunk=CHUNK, **layout)
     many = [
-        project_rows_fused(np, X, l1, np.ones(2), threads=THREADS, chunk=THREADS)[0]
-        for _ in range(2)
+        project_rows_fused(np, X, l1, np.ones(2), chunk=2 * THREADS, **layout)[0] for _ in range(2)
     ]
     np.testing.assert_array_equal(many[0], many[1])
     assert np.max(np.abs(many[0] - few)) <= ULPS * EPS

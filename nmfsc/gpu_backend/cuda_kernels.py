@@ -133,15 +133,18 @@ def _trees(width):
 
 
 @cache
-def pass_kernels(threads):
-    """The kernels for blocks of ``threads`` threads (a power of two; shared
-    arrays need it as a constant): a namespace with ``support_sums``,
-    ``finish_pass``, ``clip_sums``, ``finish_norm`` and ``scale``."""
-    if threads < 1 or threads & (threads - 1):
-        raise ValueError(f"threads must be a power of two, got {threads}")
+def pass_kernels(threads, row_threads=ROW_THREADS):
+    """The kernels for blocks of ``threads`` threads per (row, chunk) and
+    ``row_threads`` per row (:data:`ROW_THREADS`; both powers of two:
+    shared arrays need them as constants; the tests use small ones): a
+    namespace with ``support_sums``, ``finish_pass``, ``clip_sums``,
+    ``finish_norm`` and ``scale``."""
+    for name, value in (("threads", threads), ("row_threads", row_threads)):
+        if value < 1 or value & (value - 1):
+            raise ValueError(f"{name} must be a power of two, got {value}")
 
     tree_sum, tree_sums = _trees(threads)
-    row_tree_sum, row_tree_sums = _trees(ROW_THREADS)
+    row_tree_sum, row_tree_sums = _trees(row_threads)
 
     @cuda.jit
     def support_sums(
@@ -231,15 +234,15 @@ def pass_kernels(threads):
         t = cuda.threadIdx.x
         if state[r] != ACTIVE:  # the whole block leaves
             return
-        # The row's partials: thread t adds chunks t, t + ROW_THREADS, ...
+        # The row's partials: thread t adds chunks t, t + row_threads, ...
         # in order, then the block's tree (the same bits every launch).
-        counts = cuda.shared.array((2, ROW_THREADS), int64)
-        sums = cuda.shared.array((2, ROW_THREADS), float64)
+        counts = cuda.shared.array((2, row_threads), int64)
+        sums = cuda.shared.array((2, row_threads), float64)
         k = 0
         s1 = 0.0
         s2 = 0.0
         odd = 0
-        for c in range(t, count_in.shape[1], ROW_THREADS):
+        for c in range(t, count_in.shape[1], row_threads):
             k += count_in[r, c]
             s1 += s1_in[r, c]
             s2 += s2_in[r, c]
@@ -346,9 +349,9 @@ def pass_kernels(threads):
         if state[r] != SETTLED:  # the whole block leaves
             return
         ss = 0.0
-        for c in range(t, ss_in.shape[1], ROW_THREADS):  # as finish_pass adds
+        for c in range(t, ss_in.shape[1], row_threads):  # as finish_pass adds
             ss += ss_in[r, c]
-        ss = row_tree_sum(cuda.shared.array(ROW_THREADS, float64), t, ss)
+        ss = row_tree_sum(cuda.shared.array(row_threads, float64), t, ss)
         if t != 0:
             return
         norm = math.sqrt(ss)

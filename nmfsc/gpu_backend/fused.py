@@ -259,6 +259,7 @@ def project_rows_fused(
     dtype=None,
     threads=None,
     chunk=None,
+    row_threads=None,
     check_every=CHECK_EVERY,
     info=None,
 ):
@@ -268,7 +269,8 @@ def project_rows_fused(
     rounded once), NaN in the rows that are not finite, ``finite`` a
     boolean per row. ``xp`` is ``cupy`` on a
     GPU, or ``numpy`` under Numba's CUDA simulator (the tests).
-    ``threads`` and ``chunk`` override :func:`layout` (the tests use small
+    ``threads`` and ``chunk`` override :func:`layout`, and ``row_threads``
+    :data:`~nmfsc.gpu_backend.cuda_kernels.ROW_THREADS` (the tests use small
     ones). ``check_every``: passes between the host's reads of the rows
     still moving (:data:`CHECK_EVERY`; the result does not depend on it;
     with ``info``, every pass is read). A dict ``info`` receives
@@ -279,16 +281,20 @@ def project_rows_fused(
     if check_every < 1:
         raise ValueError(f"check_every must be at least 1, got {check_every!r}")
     if xp is np:
-        return _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, info)
+        return _project_rows(
+            xp, X, l1, l2, nonneg, dtype, threads, chunk, row_threads, check_every, info
+        )
     from numba import cuda
 
     # CuPy's device (where the workspace's arrays are made) and Numba's
     # context: the array's GPU, whatever GPU is current.
     with X.device, cuda.gpus[X.device.id]:
-        return _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, info)
+        return _project_rows(
+            xp, X, l1, l2, nonneg, dtype, threads, chunk, row_threads, check_every, info
+        )
 
 
-def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, info):
+def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, row_threads, check_every, info):
     if X.dtype != xp.float32:  # float32 rows stay float32; their sums are float64
         X = X.astype(xp.float64, copy=False)
     X = xp.ascontiguousarray(X)
@@ -296,7 +302,8 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, inf
     if threads is None or chunk is None:
         threads, chunk = layout(n)
     chunks = -(-n // chunk)
-    kernels = K.pass_kernels(threads)
+    row_threads = K.ROW_THREADS if row_threads is None else row_threads
+    kernels = K.pass_kernels(threads, row_threads)
     nonneg = bool(nonneg)  # the kernels' boolean arguments (see _Launcher)
     signed = not nonneg
     l1 = xp.ascontiguousarray(l1, dtype=xp.float64)
@@ -322,7 +329,7 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, check_every, inf
     x_, s_, b_ = map(launch.view, (X, S, xp.empty_like(X)))
     traffic = [0, 0]  # entries read and written by the passes (only with ``info``)
     grid = (count, chunks)
-    per_row = (count, K.ROW_THREADS)  # the per-row kernels: a block for each row
+    per_row = (count, row_threads)  # the per-row kernels: a block for each row
     for p in range(limit):
         if info is not None:
             active = state == K.ACTIVE
