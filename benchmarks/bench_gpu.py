@@ -22,6 +22,10 @@ Prints every number issue 33's GPU targets name, measured in one process:
 - in the GPU run, the projections per iteration (one per line search
   trial) and the time in them, and the rest of the iteration against its
   products;
+- the same iteration on 4,096 columns of V, and its projections: the
+  host's floor per iteration (its launches, host reads and Python, with
+  little for the GPU to do), against which the iteration's time shows how
+  much of it the GPU's work adds;
 - float32 against float64 on the GPU (seconds per iteration);
 - ``nmf_sc(solver="accelerated")``, float64, seconds per iteration on the
   GPU and on the CPU from the same start (no target: its sweeps go row by
@@ -64,6 +68,8 @@ MIN_GPU_OVER_CPU = 50.0
 MAX_ITERATION_OVER_PRODUCTS = 3.0
 MAX_PROJECTION_OVER_PASS = 10.0
 MIN_FLOAT32_OVER_FLOAT64 = 1.8
+#: Columns of the run that gives the host's floor per iteration.
+SMALL_COLUMNS = 4096
 
 
 def cpu_name():
@@ -227,6 +233,12 @@ def main(argv=None):
     with timed_projections(sync) as (mark, projections):
         gpu = fit(xp, V, M, args.iterations, args.sparseness_h, callback=mark)
     gpu_s = per_iteration(gpu)
+    # The host's floor: the same iteration on 4,096 columns, where the GPU's
+    # work is small, takes about what its launches, host reads and Python do.
+    small = min(T, SMALL_COLUMNS)
+    with timed_projections(sync) as (mark, small_projections):
+        floor = fit(xp, V[:, :small], M, args.iterations, args.sparseness_h, callback=mark)
+    floor_s = per_iteration(floor)
     V32 = V.astype(xp.float32)
     fit(xp, V32[:, : min(T, 4096)], M, 2, args.sparseness_h)
     gpu32 = fit(xp, V32, M, args.iterations, args.sparseness_h)
@@ -313,6 +325,12 @@ def main(argv=None):
     )
     print(
         f"| the iteration's products alone, GPU (W^T V, W^T W H, H H^T, V H^T) | {products_s:.4f} |"
+    )
+    floor_trials, floor_in_projection = projections_per_iteration(small_projections)
+    print(
+        f"| the same iteration on {N} x {small} (the host's floor: launches, host reads, "
+        f"Python), per iteration; its {floor_trials:g} projections | "
+        f"{floor_s:.4f}; {floor_in_projection:.4f} |"
     )
     print(
         f"| projection of H's {M} rows of {T}, GPU, as nmf_sc does it ({how}) "

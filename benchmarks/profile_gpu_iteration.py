@@ -21,7 +21,8 @@ the run's H rows, stepped as a trial is, by kernel: for each kernel the
 launches per projection, the host's time per launch call, and the GPU's
 time per launch (CUDA events around it); and the whole projection's host
 and GPU time (``cupyx.profiler.benchmark``), with the default chunks and
-chunks of 8 to 64 entries per thread. This part runs without
+chunks of 8 to 64 entries per thread, and of 4,096 columns of the rows
+(the host's floor). This part runs without
 ``CUDA_LAUNCH_BLOCKING`` in a second process (``--kernels-only``).
 """
 
@@ -180,6 +181,13 @@ def kernels(xp, V, args):
     )
     pass_s = benchmark(lambda: trial.sum(), (), n_repeat=20, n_warmup=3)
     print(f"One pass over the rows (a sum): GPU {np.median(pass_s.gpu_times):.2e} s.")
+    narrow = xp.ascontiguousarray(trial[:, :4096])
+    narrow_l1 = xp.full(M, l1_for_sparseness(args.sparseness_h, 4096))
+    floor = benchmark(project, (xp, narrow, narrow_l1, ones), n_repeat=20, n_warmup=3)
+    print(
+        f"The projection of {M} rows of 4,096 (the host's floor: little for the GPU): "
+        f"host {np.median(floor.cpu_times):.2e} s, GPU {np.median(floor.gpu_times):.2e} s."
+    )
     threads, chunk = fused.layout(T)
     print(f"\nChunks of other sizes (the default: {chunk} entries, {threads} threads):")
     print("| entries per thread | host s | GPU s |")
