@@ -108,6 +108,24 @@ def best_seconds(fn, sync, repeats=5):
     return best
 
 
+def array_module(numpy):
+    """NumPy with ``--numpy`` (the GPU code on the CPU), else CuPy (an error
+    naming what to install where CuPy or a GPU is missing)."""
+    if numpy:
+        return np
+    from nmfsc.gpu_backend import cupy_or_error
+
+    return cupy_or_error()
+
+
+def random_V(rng, shape):
+    """The benchmarks' V: |N(0, 1)| entries scaled to max 1 (so the solvers
+    make no scaled copy), float64, on the host."""
+    V = np.abs(rng.standard_normal(tuple(shape)))
+    V /= V.max()
+    return V
+
+
 def fit(xp, V, rank, iterations, sparseness_h, solver="hoyer", callback=None):
     """nmf_sc(solver=solver) on V (a CuPy array: the public call; NumPy with
     --numpy: the GPU backend's run) for ``iterations`` iterations from seed 0."""
@@ -209,21 +227,16 @@ def main(argv=None):
         "--numpy", action="store_true", help="run the GPU code with NumPy (no GPU needed)"
     )
     args = parser.parse_args(argv)
-    if args.numpy:
-        xp = np
-    else:
-        from nmfsc.gpu_backend import cupy_or_error
-
-        xp = cupy_or_error()
+    xp = array_module(args.numpy)
     sync = synchronizer(xp)
     wall = time.perf_counter()
     rng = np.random.default_rng(2004)
     if args.data:
         V_host = np.load(args.data, mmap_mode="r")
         V_host = np.ascontiguousarray(V_host, dtype=np.float64)
+        V_host /= V_host.max()  # max 1: the solvers make no scaled copy
     else:
-        V_host = np.abs(rng.standard_normal(tuple(args.shape)))
-    V_host /= V_host.max()  # max 1: the solvers make no scaled copy
+        V_host = random_V(rng, args.shape)
     N, T = V_host.shape
     M = args.rank
     V = xp.asarray(V_host)

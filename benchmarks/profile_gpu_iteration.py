@@ -42,11 +42,7 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-
-from nmfsc import ConvergenceWarning, nmf_sc
-from nmfsc.gpu_backend.run import run_on_device
-from nmfsc.solvers.framework import LoopSettings
-from nmfsc.solvers.hoyer import HoyerSteps
+from bench_gpu import array_module, fit, random_V
 
 
 def main(argv=None):
@@ -62,16 +58,8 @@ def main(argv=None):
     )
     parser.add_argument("--kernels-only", action="store_true", help="only the kernels' split")
     args = parser.parse_args(argv)
-    if args.numpy:
-        xp = np
-    else:
-        from nmfsc.gpu_backend import cupy_or_error
-
-        xp = cupy_or_error()
-    V_host = np.abs(np.random.default_rng(2004).standard_normal(tuple(args.shape)))
-    V_host /= V_host.max()
-    V = xp.asarray(V_host)
-    del V_host
+    xp = array_module(args.numpy)
+    V = xp.asarray(random_V(np.random.default_rng(2004), args.shape))
     if args.kernels_only:
         return kernels(xp, V, args)
     profile = cProfile.Profile()
@@ -86,18 +74,9 @@ def main(argv=None):
 
     callback.keeps_iterates = False  # type: ignore[attr-defined]
 
-    def fit(V, iterations, callback=None):
-        keywords = dict(max_iter=iterations, tol=0, random_state=0, callback=callback)
-        params = {"sparseness_w": None, "sparseness_h": args.sparseness_h}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            if xp is np:
-                settings = LoopSettings.from_keywords("nmf_sc", keywords)
-                return run_on_device(HoyerSteps, V, args.rank, params, settings)
-            return nmf_sc(V, args.rank, **params, **keywords)
-
-    fit(V[:, : min(V.shape[1], 4096)], 2)  # warm-up: compiled kernels
-    result = fit(V, args.skip + args.iterations, callback)
+    fit(xp, V[:, : min(V.shape[1], 4096)], args.rank, 2, args.sparseness_h)  # warm-up
+    iterations = args.skip + args.iterations
+    result = fit(xp, V, args.rank, iterations, args.sparseness_h, callback=callback)
     profiled = np.diff(result.times)[args.skip : args.skip + args.iterations]
     print(
         f"# nmf_sc on {'NumPy (--numpy)' if xp is np else 'CuPy, CUDA_LAUNCH_BLOCKING='}"
@@ -133,9 +112,7 @@ def kernels(xp, V, args):
     if fused_kernels() is None:
         print("No fused kernels here (Numba's CUDA target is missing): nothing to split.")
         return 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        H = nmf_sc(V, args.rank, sparseness_h=args.sparseness_h, max_iter=3, tol=0).H
+    H = fit(xp, V, args.rank, 3, args.sparseness_h).H
     M, T = H.shape
     trial = H + 0.01 * xp.asarray(np.random.default_rng(1).random((M, T)))
     l1 = xp.full(M, l1_for_sparseness(args.sparseness_h, T))
