@@ -380,14 +380,23 @@ def test_a_kept_workspace_starts_each_projection_afresh():
     # Each host thread keeps and drops its own.
     small = plain[:2, :200]
     l1_small = np.full(2, l1_for_sparseness(0.5, 200))
-    worker = threading.Thread(target=projected, args=(small, l1_small, np.ones(2)))
+    # One worker thread throughout: a second thread could get another
+    # identifier (or, once the first has ended, the same one).
+    projected_once, released_here = threading.Event(), threading.Event()
+
+    def worker_projects_then_releases():
+        projected(small, l1_small, np.ones(2))
+        projected_once.set()
+        released_here.wait(timeout=60)
+        fused.release_workspaces()
+
+    worker = threading.Thread(target=worker_projects_then_releases)
     worker.start()
-    worker.join()
+    assert projected_once.wait(timeout=60)
     assert len(fused._WORKSPACES) == 1
     fused.release_workspaces()  # this thread's: none
     assert len(fused._WORKSPACES) == 1
-    worker = threading.Thread(target=fused.release_workspaces)
-    worker.start()
+    released_here.set()
     worker.join()
     assert not fused._WORKSPACES
 
