@@ -9,7 +9,7 @@ this figure draws the relative change of the objective over 10 iterations,
 against the iteration k, both on log axes, one panel per data set, with the
 stopping tolerance 1e-5 as a line and each run's stop marked: a dot where the
 solver's own rule stopped it ("tol", "step_size"), a cross where a cap did
-("max_iter", "max_time"). The change is the quantity the stopping rule tests,
+("max_iter", "max_time") or its line search stalled ("stalled"). The change is the quantity the stopping rule tests,
 so a cross above the line is a run that was still moving when it was stopped.
 
 It reads the JSON files only (``objective_every_10``), so it runs no

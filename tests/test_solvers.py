@@ -496,16 +496,20 @@ def test_window_is_respected(V):
 
 
 @pytest.mark.parametrize(("s_w", "s_h"), [(None, 0.6), (0.6, None), (0.5, 0.5)])
-def test_step_size_underflow_is_convergence(V, monkeypatch, s_w, s_h):
-    """When the step size falls below its floor no descent step exists and
+def test_step_size_underflow_is_convergence_where_the_objective_stopped_falling(
+    V, monkeypatch, s_w, s_h
+):
+    """When the step size falls below its floor no descent step exists and,
+    where the objective has stopped falling (by at most tol over the window),
     nmf_sc has converged (stop reason "step_size", no warning).
 
     With the real floor (1e-200) this needs a trial that increases E at every
-    step size, which exact projections make practically unreachable (at tiny
-    steps the trial rounds to the current, feasible, iterate, whose projection
-    is itself). So the floor is raised to 0.9: the first rejected trial ends
-    the run, in the H step (nothing changes) or the W step (H has moved and
-    the iteration counts).
+    step size, which exact projections make practically unreachable in
+    float64 (at tiny steps the trial rounds to the current, feasible, iterate,
+    whose projection is itself). So the floor is raised to 0.9: the first
+    rejected trial ends the run, in the H step (nothing changes) or the W step
+    (H has moved and the iteration counts); tol = 0.999 over a window longer
+    than the run counts any fall since the start as stopped.
     """
     from nmfsc.solvers import hoyer as module
 
@@ -513,7 +517,14 @@ def test_step_size_underflow_is_convergence(V, monkeypatch, s_w, s_h):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         result = nmfsc.nmf_sc(
-            V, M, sparseness_w=s_w, sparseness_h=s_h, random_state=0, max_iter=50, tol=0.0
+            V,
+            M,
+            sparseness_w=s_w,
+            sparseness_h=s_h,
+            random_state=0,
+            max_iter=50,
+            tol=0.999,
+            window=100,
         )
     assert result.stop_reason == "step_size" and result.converged
     assert min(result.step_sizes) < 0.9
@@ -522,6 +533,43 @@ def test_step_size_underflow_is_convergence(V, monkeypatch, s_w, s_h):
     assert result.objective[-1] == pytest.approx(
         0.5 * np.sum((V - result.W @ result.H) ** 2), rel=1e-12
     )
+
+
+@pytest.mark.parametrize(("s_w", "s_h"), [(0.6, None), (0.5, 0.5)])
+def test_step_size_underflow_while_the_objective_falls_is_a_stall(V, monkeypatch, s_w, s_h):
+    """The same runs with tol = 0: the objective was still falling when the
+    line search gave up, so the run stalled ("stalled": not converged, a
+    ConvergenceWarning that says by how much it still fell). (With s_H alone
+    the first H step ends the run before any iteration: no fall to weigh,
+    so "step_size", as above.)"""
+    from nmfsc.solvers import hoyer as module
+
+    monkeypatch.setattr(module, "MU_MIN", 0.9)
+    with pytest.warns(ConvergenceWarning, match=r"no descent step .* still fell by"):
+        result = nmfsc.nmf_sc(
+            V, M, sparseness_w=s_w, sparseness_h=s_h, random_state=0, max_iter=50, tol=0.0
+        )
+    assert result.stop_reason == "stalled" and not result.converged
+    assert result.objective[-1] == pytest.approx(
+        0.5 * np.sum((V - result.W @ result.H) ** 2), rel=1e-12
+    )
+
+
+def test_float32_factors_that_stall_do_not_say_converged():
+    """float32 factors: rounding each trial to float32 costs more than a
+    small step gains, the step size collapses long before the float64 run of
+    the same start stops falling, and the run says "stalled" (with the advice
+    to fit in float64), not "converged"; float64 goes on, lower."""
+    rng = np.random.default_rng(0)
+    V = rng.random((40, 60)) * (rng.random((40, 60)) > 0.3)
+    kw = dict(sparseness_w=0.6, sparseness_h=0.3, random_state=0, max_iter=400, tol=1e-7)
+    with pytest.warns(ConvergenceWarning, match="float32 factors.*astype"):
+        r32 = nmfsc.nmf_sc(V.astype(np.float32), 4, **kw)
+    assert r32.stop_reason == "stalled" and not r32.converged
+    assert min(r32.step_sizes) < 1e-200
+    with pytest.warns(ConvergenceWarning, match="max_iter=400 reached"):
+        r64 = nmfsc.nmf_sc(V, 4, **kw)
+    assert r64.n_iter > r32.n_iter and r64.objective[-1] < r32.objective[-1]
 
 
 # --- callback and progress ------------------------------------------------------------
@@ -546,6 +594,27 @@ def test_callback_sees_every_iteration_and_can_stop(V):
 def test_callback_returning_none_does_not_stop(V):
     result = quiet(nmfsc.nmf_euclidean, V, M, callback=lambda s: None, max_iter=4)
     assert result.n_iter == 4
+
+
+@pytest.mark.parametrize("stop", [np.True_, 1, np.int64(1)], ids=["numpy bool", "int", "numpy int"])
+def test_callback_returning_any_true_bool_or_int_stops(V, stop):
+    """A test of an array returns NumPy's bool: it stops the run as True does."""
+    result = nmfsc.nmf_sc(
+        V,
+        M,
+        sparseness_w=0.6,
+        random_state=0,
+        max_iter=50,
+        tol=0,
+        callback=lambda s: stop if s.iteration >= 3 else np.False_,
+    )
+    assert (result.stop_reason, result.n_iter) == ("callback", 3)
+
+
+@pytest.mark.parametrize("answer", [np.ones(3), 0.5, "stop"])
+def test_callback_returning_something_else_is_an_error(V, answer):
+    with pytest.raises(TypeError, match="return True to stop the run, or False or None"):
+        nmfsc.nmf_euclidean(V, M, callback=lambda s: answer, max_iter=4)
 
 
 def test_keyboard_interrupt_returns_the_last_iterate(V):

@@ -151,7 +151,8 @@ def _budget_text(s):
         "decrease of its own objective over 10 iterations falls below tol (scikit-learn "
         "is run in chunks of 10 iterations, each continued from the last one's factors, "
         "and its objective evaluated after each chunk; its own, looser stopping rules are "
-        "not used). A run stopped by max_iter or max_time is marked (not converged)."
+        "not used). A run stopped by max_iter, max_time or a stalled line search (stalled) "
+        "is marked (not converged)."
     )
 
 

@@ -73,8 +73,9 @@ OPTIONS = """\
     callback : callable or None
         Called after every iteration with an :class:`~nmfsc.solvers.IterationState`
         (``iteration``, ``objective``, ``W`` in V's units, ``H``, ``elapsed``;
-        read-only arrays). Returning True stops the run (stop reason
-        ``"callback"``: not converged, no warning). The arrays it is given
+        read-only arrays). Returning True (or a true NumPy bool, or 1)
+        stops the run (stop reason ``"callback"``: not converged, no
+        warning); False or None goes on, anything else is a TypeError. The arrays it is given
         stay as they are, so it may keep them; for that, nmf_sc writes its
         line-search trials into new arrays, where a run without a callback
         reuses the buffers of earlier iterates. A callback object whose

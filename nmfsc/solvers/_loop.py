@@ -26,18 +26,25 @@ falls below ``tol`` (stop reason ``"tol"``). For the monotone solvers
 (nmf_sc, Euclidean and divergence NMF) this is the relative decrease; the
 absolute value matters for local and sparse NMF, whose recorded objective is
 not what their updates minimise and may rise for a while: a rise is not
-convergence. A solver may also report its own convergence (nmf_sc: step size
-below 1e-200, ``"step_size"``). Not converged: ``"max_iter"`` (``n_iter``
-reached ``max_iter``), ``"max_time"`` (the loop's cumulative wall-clock time
-reached ``max_time``; a resumed run counts the time before the checkpoint),
-``"interrupted"`` (KeyboardInterrupt) -- these three give a
-:class:`ConvergenceWarning` -- and ``"callback"`` (the callback returned True;
-no warning, the caller asked for it).
+convergence. A solver may also report its own convergence (nmf_sc: step
+size below 1e-200, ``"step_size"``), which the loop believes only where the
+objective had stopped falling: where it still fell by more than ``tol``
+(and more than :data:`RESOLVED_FALL`, the recorded objective's own
+accuracy) over the last ``window`` iterations, the line search stalled and
+the stop is ``"stalled"``, not converged (float32 factors do this: rounding
+a trial's entries to float32 costs more than a small step gains). Not
+converged: ``"max_iter"`` (``n_iter`` reached ``max_iter``),
+``"max_time"`` (the loop's cumulative wall-clock time reached
+``max_time``; a resumed run counts the time before the checkpoint),
+``"stalled"``, ``"interrupted"`` (KeyboardInterrupt) -- these four give a
+:class:`ConvergenceWarning` -- and ``"callback"`` (the callback returned
+True; no warning, the caller asked for it).
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 import time
 import warnings
 
@@ -63,14 +70,29 @@ from nmfsc.solvers.checkpoint import (
 )
 from nmfsc.sparseness import sparseness_or_nan
 
-__all__ = ["Run", "Steps", "solve", "tol_reached"]
+__all__ = ["RESOLVED_FALL", "Run", "Steps", "falling", "solve", "tol_reached"]
+
+#: The relative fall of the recorded objective over ``window`` iterations
+#: below which a solver's own convergence test (nmf_sc's step size) is
+#: believed whatever ``tol``: smaller falls are within the recorded
+#: objective's accuracy (about 1e-11 relative, nmfsc.solvers._objective).
+RESOLVED_FALL = 1e-10
 
 _WARN_HINT = {
     "max_iter": "max_iter={max_iter} reached; raise max_iter (or loosen tol={tol}) "
     "to let it converge, or resume from a checkpoint with a larger max_iter",
     "max_time": "max_time={max_time} s reached; raise max_time (or pass max_time=None)",
+    "stalled": "its line search found no descent step (step size below 1e-200) while the "
+    "objective still fell by {fall:.2g} (relative) over the last {window} iterations, "
+    "more than tol={tol}{advice}",
     "interrupted": "interrupted by KeyboardInterrupt; pass checkpoint=... and resume=True "
     "to continue where it stopped",
+}
+#: The end of the "stalled" warning, by the factors' dtype.
+_STALLED_ADVICE = {
+    "float32": ": with float32 factors, rounding a trial to float32 costs more than a "
+    "small step gains; fit V.astype(np.float64), or use solver='accelerated'",
+    "float64": "; solver='accelerated' minimises the same objective another way",
 }
 
 
@@ -127,6 +149,20 @@ class Steps:
         :meth:`step` may then write into the arrays of an iterate before the
         committed one, never into the committed iterate's (nmf_sc's line
         search reuses its trial buffers). Nothing here."""
+
+
+def falling(history, window, tol):
+    """The relative fall of the objective over the last ``window`` iterations
+    (since the start, for fewer) if it is more than ``tol`` and
+    :data:`RESOLVED_FALL`, else 0.0: the evidence that a solver's own
+    convergence test (nmf_sc's step size) stopped a run that was still
+    descending (``"stalled"``). A rise is no fall."""
+    k = len(history) - 1
+    if k < 1:
+        return 0.0
+    old, new = history[max(0, k - window)], history[k]
+    fall = (old - new) / abs(old) if old != 0 else 0.0
+    return fall if fall > max(tol, RESOLVED_FALL) else 0.0
 
 
 def tol_reached(history, window, tol):
@@ -249,7 +285,14 @@ class Run:
         self.warn_if_degenerate(result, stacklevel + 1)
         if stop in _WARN_HINT:
             s = self.settings
-            hint = _WARN_HINT[stop].format(max_iter=s.max_iter, tol=s.tol, max_time=s.max_time)
+            hint = _WARN_HINT[stop].format(
+                max_iter=s.max_iter,
+                tol=s.tol,
+                max_time=s.max_time,
+                window=s.window,
+                fall=falling(self.history, s.window, s.tol),
+                advice=_STALLED_ADVICE.get(np.dtype(self.committed[0]["W"].dtype).name, ""),
+            )
             warnings.warn(
                 f"{self.steps.name} stopped after {self.committed[1]} iterations without "
                 f"converging: {hint}",
@@ -319,6 +362,8 @@ class Run:
         self.record(new_state, objective)
         if bar is not None and objective is not None:
             show_progress(bar, self.history)
+        if reason == "step_size" and falling(self.history, self.settings.window, self.settings.tol):
+            return "stalled"
         if reason is not None:
             return reason
         if self.callback_stops():
@@ -338,7 +383,9 @@ class Run:
             self.committed = (new_state, iteration)
 
     def callback_stops(self):
-        """Call the callback (if any) with the committed iterate; True if it said stop."""
+        """Call the callback (if any) with the committed iterate; True if it
+        said stop: any true bool or integer (NumPy's included, as a test of
+        an array gives), where None and false ones go on."""
         if self.settings.callback is None:
             return False
         state, iteration = self.committed
@@ -350,7 +397,13 @@ class Run:
             H=H,
             elapsed=self.times[-1],
         )
-        return self.settings.callback(view) is True
+        answer = self.settings.callback(view)
+        if answer is None or isinstance(answer, (bool, np.bool_, numbers.Integral)):
+            return bool(answer)
+        raise TypeError(
+            f"the callback returned {type(answer).__name__} {answer!r:.60}; return True to "
+            "stop the run, or False or None to go on"
+        )
 
     def checkpoint_if_due(self):
         """Save every ``checkpoint_every`` iterations or ``checkpoint_seconds`` seconds."""

@@ -72,7 +72,9 @@ class NMFResult:
         True when the solver's own convergence test stopped it.
     stop_reason : str
         ``"tol"`` (relative decrease below ``tol``), ``"step_size"`` (nmf_sc's
-        step size fell below 1e-200), ``"max_iter"``, ``"max_time"``,
+        step size fell below 1e-200 once the objective had stopped falling),
+        ``"stalled"`` (the same while it still fell by more than ``tol``
+        over the window: not converged), ``"max_iter"``, ``"max_time"``,
         ``"callback"`` or ``"interrupted"`` (KeyboardInterrupt).
     solver : str
         The solver's name, e.g. ``"nmf_sc"``.
