@@ -252,6 +252,14 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             raise ValueError(f"solver must be one of {allowed}; got {self.solver!r}")
         return self.solver
 
+    def _check_component_features(self, X: Any, s_w: float | None) -> None:
+        if s_w is not None and X.shape[1] < 2:
+            raise ValueError(
+                f"sparseness_components={s_w!r} constrains each component across features, "
+                f"which needs at least 2 features; got n_features = {X.shape[1]}. Use "
+                "sparseness_components=None"
+            )
+
     def _check_coefficient_samples(self, X: Any, s_h: float | None) -> None:
         if s_h is not None and X.shape[0] < 2:
             raise ValueError(
@@ -340,6 +348,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         data, mask = self._checked(X, reset=True)
         s_w = check_optional_sparseness(self.sparseness_components, "sparseness_components")
         s_h = check_optional_sparseness(self.sparseness_coefficients, "sparseness_coefficients")
+        self._check_component_features(data, s_w)
         self._check_coefficient_samples(data, s_h)
         stop = InitialObjectiveStop(self.tol, self.window)
         result = nmf_sc(

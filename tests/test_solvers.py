@@ -495,6 +495,19 @@ def test_window_is_respected(V):
     assert result.stop_reason == "tol" and result.n_iter == 3
 
 
+@pytest.mark.parametrize(
+    ("shape", "option", "vectors"),
+    [((1, 30), "sparseness_w", "W's columns"), ((30, 1), "sparseness_h", "H's rows")],
+)
+@pytest.mark.parametrize("solver", ["hoyer", "accelerated"])
+def test_a_sparseness_target_for_vectors_of_one_entry_is_refused(shape, option, vectors, solver):
+    """A vector of one entry has no sparseness: a target for it is an error,
+    not silently met (the result's sparseness would be NaN)."""
+    V = np.random.default_rng(0).random(shape)
+    with pytest.raises(ValueError, match=rf"{option}=0.5 is set, but {vectors} .* single entry"):
+        nmfsc.nmf_sc(V, 1, solver=solver, **{option: 0.5})
+
+
 @pytest.mark.parametrize(("s_w", "s_h"), [(None, 0.6), (0.6, None), (0.5, 0.5)])
 def test_step_size_underflow_is_convergence_where_the_objective_stopped_falling(
     V, monkeypatch, s_w, s_h

@@ -236,6 +236,30 @@ def test_mismatched_checkpoint_is_refused(V, tmp_path, change, match):
     run(solver, data, max_iter=2, checkpoint=path, **kwargs)
 
 
+@pytest.mark.parametrize(
+    "unseeded", [None, np.random.default_rng(5)], ids=["random_state None", "a Generator"]
+)
+def test_a_start_no_integer_seed_names_is_not_compared(V, tmp_path, unseeded):
+    """Resumed with random_state None or a Generator, the checkpoint of seed 4
+    continues seed 4's run (as documented: such a start cannot be compared)."""
+    path = tmp_path / "run.ckpt"
+    whole = run(nmfsc.nmf_sc, V, sparseness_w=0.5, max_iter=8)
+    run(nmfsc.nmf_sc, V, sparseness_w=0.5, max_iter=4, checkpoint=path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        resumed = nmfsc.nmf_sc(
+            V,
+            M,
+            sparseness_w=0.5,
+            random_state=unseeded,
+            tol=0.0,
+            max_iter=8,
+            checkpoint=path,
+            resume=True,
+        )
+    assert_identical(resumed, whole)
+
+
 def test_stopping_options_may_change_on_resume(V, tmp_path):
     path = tmp_path / "run.ckpt"
     run(nmfsc.nmf_sc, V, sparseness_h=0.5, max_iter=5, checkpoint=path)

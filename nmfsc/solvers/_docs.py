@@ -98,8 +98,10 @@ OPTIONS = """\
         Continue from ``checkpoint`` if the file exists (else start afresh).
         The continued run is bit-identical (W, H, objective) to an
         uninterrupted one; a checkpoint written for other data, another
-        solver, other parameters or another seed is refused with
-        :class:`~nmfsc.CheckpointMismatchError` (a ValueError).
+        solver, other parameters or another integer seed is refused with
+        :class:`~nmfsc.CheckpointMismatchError` (a ValueError). A start
+        that no integer seed names (``random_state`` None or a Generator,
+        on either side) is not compared: the checkpoint's run continues.
         The stopping options may differ (e.g. a larger max_iter)."""
 
 RETURNS = """\

@@ -257,6 +257,15 @@ class HoyerSteps(SquaredErrorSteps):
         super().__init__(data, n_components)
         N, T = data.shape
         M = n_components
+        for name, value, n, vectors in (
+            ("sparseness_w", sparseness_w, N, "W's columns (V's rows)"),
+            ("sparseness_h", sparseness_h, T, "H's rows (V's columns)"),
+        ):
+            if value is not None and n < 2:
+                raise ValueError(
+                    f"{name}={value!r} is set, but {vectors} have a single entry, whose "
+                    f"sparseness is undefined; use {name}=None"
+                )
         self.s_w = sparseness_w
         self.s_h = sparseness_h
         self.proj_h = self.proj_w = None
