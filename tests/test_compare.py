@@ -338,6 +338,8 @@ def test_bad_arguments(data):
         nmfsc.compare(-V, 3, sparseness_w=0.5, progress=False)
     with pytest.raises(ValueError, match="image_shape"):
         nmfsc.compare(V, 3, sparseness_w=0.5, image_shape=(5, 5), progress=False)
+    with pytest.raises(ValueError, match=r"seeds must differ: \[0\] repeated"):
+        nmfsc.compare(V, 3, sparseness_w=0.5, seeds=(0, 1, 0), progress=False)
 
 
 def test_reproduce_quick_never_writes_into_figures(tmp_path):

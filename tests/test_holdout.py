@@ -47,6 +47,24 @@ def test_holdout_hides_the_same_entries_for_every_method(low_rank):
     assert result.settings["holdout"] == 0.2
 
 
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+def test_every_curve_measures_what_the_table_measures(low_rank, sparse):
+    """With held-out entries the masked fits' objective covers the training
+    entries only: their curves are the table's error on the filled V all the
+    same, from the shared start to the row's relative error."""
+    import scipy.sparse
+
+    V = scipy.sparse.csr_matrix(low_rank) if sparse else low_rank
+    methods = ["nmf_sc", "nmf_euclidean", "nmf_divergence", "sklearn_cd"]
+    result = run(V, methods=methods, holdout=0.2)
+    starts = set()
+    for row in result.rows:
+        curve = next(c for c in result.curves if c["method"] == row["method"])
+        assert curve["relative_error"][-1] == pytest.approx(row["relative_error"], rel=1e-9)
+        starts.add(round(curve["relative_error"][0], 12))
+    assert len(starts) == 1  # the shared start's error, the same for every method
+
+
 def test_masked_fit_predicts_hidden_low_rank_entries(low_rank):
     """Low-rank data, 30 % hidden: the masked fit's held-out error is at most half
     that of filling the holes with row means and fitting the filled matrix."""

@@ -6,9 +6,12 @@ relative error :math:`\lVert V - WH \rVert_F / \lVert V \rVert_F` against
 iterations and seconds.
 
 Curves. For the solvers whose objective is :math:`\tfrac12\lVert V - WH\rVert_F^2`
-(``nmf_sc``, ``nmf_sc_accelerated``, ``nmf_euclidean``) the curve is read off the solver's own
-objective record, :math:`\sqrt{2E}/\lVert V\rVert_F`, at no cost. For the others
-a callback evaluates the error after iterations 1, 2, 3, 4, 5, 7, 9, 12, ...
+(``nmf_sc``, ``nmf_sc_accelerated``, ``nmf_euclidean``) fitted to all of V
+the curve is read off the solver's own objective record,
+:math:`\sqrt{2E}/\lVert V\rVert_F`, at no cost. For the others, and for
+those fitted through a mask (held-out or missing entries: their objective
+covers the training entries only, where the table measures the filled V),
+a callback evaluates the table's error after iterations 1, 2, 3, 4, 5, 7, 9, 12, ...
 (each about 1.25 times the last: 34 points in 2000 iterations) and at the
 end; the callback's own time is subtracted from the clock.
 
@@ -36,9 +39,10 @@ scipy.sparse V is passed to every method as it is (nmfsc's solvers and
 scikit-learn's NMF both take it) and the errors come from sparse products
 (:mod:`nmfsc.comparison._errors`): V is never made dense.
 
-The first point of nmf_sc's curve is its start after its own initialisation
-(W0's columns projected to the target sparseness, H0's rows scaled), so it
-differs from the other methods' shared starting error.
+The first point of nmf_sc's curve read off its objective is its start after
+its own initialisation (W0's columns projected to the target sparseness,
+H0's rows scaled), so it differs from the other methods' shared starting
+error.
 """
 
 from __future__ import annotations
@@ -165,7 +169,9 @@ class _Curve:
         return False
 
 
-def run_method(method, V, n_components, start, *, params, max_iter, tol, max_time, progress):
+def run_method(
+    method, V, n_components, start, *, params, max_iter, tol, max_time, progress, scored=None
+):
     """Run one of nmfsc's solvers from ``start = (W0, H0)``.
 
     Parameters
@@ -173,9 +179,14 @@ def run_method(method, V, n_components, start, *, params, max_iter, tol, max_tim
     method : str
         One of :data:`NMFSC_METHODS`.
     params : dict
-        The solver's own settings (``sparseness_w``/``sparseness_h``, ``alpha``).
+        The solver's own settings (``sparseness_w``/``sparseness_h``, ``alpha``,
+        a held-out ``mask``).
     max_iter, tol, max_time, progress
         Passed to the solver (``window`` is the solvers' default, 10).
+    scored : ndarray or sparse matrix, optional
+        The V the table's errors are measured on, where it is not ``V`` (a
+        sparse V's training entries are fitted, the filled V scored); the
+        curve's errors are those of this matrix.
 
     Returns
     -------
@@ -183,7 +194,11 @@ def run_method(method, V, n_components, start, *, params, max_iter, tol, max_tim
     """
     spec = solver(method)
     W0, H0 = start
-    curve = None if spec.squared_error else _Curve(V, W0, H0)  # None: read off E
+    scored = V if scored is None else scored
+    # A fit's own objective is the curve where it is the table's error: not
+    # for a masked fit, whose objective leaves the hidden entries out.
+    own = spec.squared_error and "mask" not in params and scored is V
+    curve = None if own else _Curve(scored, W0, H0)  # None: read off E
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # the row has the stop
@@ -215,7 +230,7 @@ def run_method(method, V, n_components, start, *, params, max_iter, tol, max_tim
         if run.iterations[-1] != run.n_iter:
             run.iterations.append(run.n_iter)
             run.times.append(float(result.times[-1]) - curve.overhead)
-            run.errors.append(float(result.relative_error))
+            run.errors.append(curve.error(result.W, result.H))
     return run
 
 

@@ -107,6 +107,12 @@ def check_settings(
     seeds = tuple(int(s) for s in seeds)
     if min(seeds) < 0:
         raise ValueError(f"seeds must be integers >= 0, got {min(seeds)}")
+    repeated = sorted({s for s in seeds if seeds.count(s) > 1})
+    if repeated:
+        raise ValueError(
+            f"seeds must differ: {repeated} repeated in {list(seeds)}; a repeated seed "
+            "repeats the same runs and would be counted as another"
+        )
     if image_shape is not None:
         image_shape = _check_image_shape(image_shape, V.shape[0], on_off)
     if parts is not None:
@@ -254,7 +260,7 @@ def run_seed(
             params = _params(method, nmf_sc_params, sparse_nmf_alpha)
             params = {**params, **(method_params or {}).get(method, {})}
             data = (method_data or {}).get(method, V)
-            run = run_method(method, data, M, start, params=params, **fit_options)
+            run = run_method(method, data, M, start, params=params, scored=V, **fit_options)
             run.params.pop("mask", None)  # the call's, not a setting of the method
         runs.append(run)
         by_name[method] = run
