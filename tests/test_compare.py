@@ -138,6 +138,38 @@ def test_every_method_starts_from_the_same_point(data, monkeypatch):
     assert W0.max() <= V.max() * 10 and not np.array_equal(W0, starting_point(V, 8, 5)[0])
 
 
+def test_the_l1_baselines_objective_has_a_minimum():
+    """The matched baseline's penalty is on both factors: its fits converge
+    (nmfsc's rule stops them), and ten times the budget finds the same fit,
+    where a penalty on one factor shrank it and grew the other until
+    max_iter, whatever the budget."""
+    pytest.importorskip("sklearn")
+    from nmfsc.comparison._methods import run_sklearn, starting_point
+
+    rng = np.random.default_rng(8)
+    V = (rng.random((50, 5)) ** 3) @ rng.random((5, 80)) + 0.01 * rng.random((50, 80))
+    V /= V.max()
+    start = starting_point(V, 5, 0)
+    fits = [
+        run_sklearn(
+            V,
+            5,
+            start,
+            solver="cd",
+            penalty="W",
+            alpha=1e-3,
+            max_iter=budget,
+            tol=1e-6,
+            max_time=None,
+            progress=False,
+        )
+        for budget in (3000, 30000)
+    ]
+    assert [fit.stop_reason for fit in fits] == ["tol", "tol"]
+    assert fits[0].n_iter == fits[1].n_iter
+    np.testing.assert_array_equal(fits[0].W, fits[1].W)
+
+
 def test_matched_sparseness_baseline_within_001():
     """On dense random data the L1 weight is found by bisection (here within 6 fits;
     on V / max(V), which compare runs on, the second fit already matches)."""
@@ -155,7 +187,7 @@ def test_matched_sparseness_baseline_within_001():
     assert len(result.matched) == 2
     for record in result.matched:
         assert record["matched"], record
-        assert record["alpha"] > 0 and record["penalty_on"] == "W" and 2 <= record["fits"] <= 6
+        assert record["alpha"] > 0 and record["matched_on"] == "W" and 2 <= record["fits"] <= 6
         row = next(
             r for r in result.rows if r["method"] == "sklearn_cd_l1" and r["seed"] == record["seed"]
         )

@@ -59,9 +59,10 @@ def compare(
         Names of methods (None: every one that can run here): ``nmf_sc``,
         ``nmf_sc_accelerated``, ``nmf_euclidean``, ``nmf_divergence``, ``local_nmf``,
         ``sparse_nmf``; with scikit-learn also ``sklearn_mu``, ``sklearn_cd``
-        and ``sklearn_cd_l1``, CD with an L1 penalty on the factor nmf_sc
-        constrains, tuned until its mean sparseness is within 0.01 of
-        nmf_sc's (W when ``sparseness_w`` is given, else H).
+        and ``sklearn_cd_l1``, CD with an L1 penalty of one weight on both
+        factors, tuned until the mean sparseness of the factor nmf_sc
+        constrains is within 0.01 of nmf_sc's (W when ``sparseness_w`` is
+        given, else H).
     sparseness_w, sparseness_h : float in [0, 1], optional
         nmf_sc's targets; one is required when ``nmf_sc`` or ``sklearn_cd_l1``
         runs (no default: the level is the point of the comparison).

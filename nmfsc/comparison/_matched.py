@@ -7,9 +7,13 @@ With ``l1_ratio=1`` scikit-learn minimises (in its orientation, ``X = V.T``)
           + \alpha_W\, n_{features} \lVert W_{sk} \rVert_1
           + \alpha_H\, n_{samples} \lVert H_{sk} \rVert_1 ,
 
-and our W is :math:`H_{sk}^T`, our H is :math:`W_{sk}^T`. To match nmf_sc's
-achieved mean sparseness :math:`s^*` of W's columns (or of H's rows) the
-penalty goes on that factor alone and its weight :math:`\alpha` is searched
+and our W is :math:`H_{sk}^T`, our H is :math:`W_{sk}^T`. The penalty has
+one weight :math:`\alpha = \alpha_W = \alpha_H` (scikit-learn's default
+``alpha_H="same"``): on one factor alone the objective would have no
+minimum (W / c and c H give the same W H and a penalty c times smaller),
+and a fit would shrink one factor and grow the other until ``max_iter``.
+To match nmf_sc's achieved mean sparseness :math:`s^*` of W's columns (or
+of H's rows), :math:`\alpha` is searched
 on a log scale: starting from :data:`ALPHA_START`, :math:`\alpha` is
 multiplied by 10 until the mean sparseness :math:`\bar s(\alpha)` reaches
 :math:`s^*` (a fit with an all-zero component counts as too sparse: its
@@ -122,7 +126,7 @@ def matched_l1(V, n_components, start, *, factor, target, fit_options, plain=Non
     run = _relabel(run, alpha, factor)
     record = {
         "alpha": float(alpha),
-        "penalty_on": factor,
+        "matched_on": factor,
         "target": float(target),
         "achieved": None if not np.isfinite(value) else float(value),
         "matched": bool(matched),
@@ -187,5 +191,5 @@ def _search(fit, tried, target):
 
 def _relabel(run, alpha, factor):
     # A copy: the alpha = 0 fit may be the sklearn_cd row's own run.
-    params = {"alpha": float(alpha), "penalty_on": factor}
+    params = {"alpha": float(alpha), "matched_on": factor}
     return dataclasses.replace(run, method="sklearn_cd_l1", params=params)

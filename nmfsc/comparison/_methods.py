@@ -24,10 +24,11 @@ continued from the last one's factors (``init="custom"`` again: the iterates
 are those of one long call), until the relative decrease of its own objective
 over the last chunk,
 
-.. math:: \tfrac12 \lVert V - WH \rVert_F^2 + \lambda \lVert F \rVert_1
+.. math:: \tfrac12 \lVert V - WH \rVert_F^2
+          + \alpha\,(T \lVert W \rVert_1 + N \lVert H \rVert_1)
 
-(:math:`F` the penalised factor, :math:`\lambda` scikit-learn's scaled L1
-weight, 0 without a penalty), falls below ``tol``, or ``max_iter``, or
+(:math:`\alpha` the L1 weight, on both factors with scikit-learn's scaling,
+0 without a penalty), falls below ``tol``, or ``max_iter``, or
 ``max_time``, as for nmfsc's solvers (:func:`nmfsc.solvers.framework.tol_reached`).
 scikit-learn's own rules (``"cd"``: projected-gradient violation relative to
 its first value; ``"mu"``: decrease relative to the initial error) are looser
@@ -276,12 +277,16 @@ def run_sklearn(
     solver : {"cd", "mu"}
         scikit-learn's solver.
     penalty : {None, "W", "H"}
-        The factor (in *our* orientation) that gets the L1 penalty
-        :math:`\alpha\,\lVert\cdot\rVert_1` (``l1_ratio=1``): ``"W"`` is
-        scikit-learn's ``alpha_H`` (our W is its ``components_.T``), ``"H"`` its
-        ``alpha_W``. scikit-learn scales the weight by the other dimension
-        (``alpha_H * n_samples``, ``alpha_W * n_features``): the objective's
-        :math:`\lambda` is ``alpha * T`` for W, ``alpha * N`` for H.
+        With ``"W"`` or ``"H"`` (in *our* orientation: the factor whose
+        sparseness the weight is tuned for, :mod:`._matched`), the L1
+        penalty :math:`\alpha` (``l1_ratio=1``) on both factors, as
+        scikit-learn's ``alpha_W`` with its default ``alpha_H="same"``: on one
+        factor alone the objective has no minimum (W / c, c H leaves W H and
+        lowers the penalty without end), so a fit never converges and its
+        sparseness is that of where ``max_iter`` stopped it. scikit-learn
+        scales the weight by the other dimension (``alpha_H * n_samples``,
+        ``alpha_W * n_features``): the objective's terms are ``alpha * T``
+        times ``||W||_1`` and ``alpha * N`` times ``||H||_1``.
     alpha : float
         The L1 weight.
     max_iter, tol, max_time
@@ -299,9 +304,7 @@ def run_sklearn(
     label = label or f"sklearn_{solver}"
     W0, H0 = start
     N, T = V.shape
-    alpha_W = float(alpha) if penalty == "H" else 0.0
-    alpha_H = float(alpha) if penalty == "W" else 0.0
-    weight = float(alpha) * (T if penalty == "W" else N)  # scikit-learn's scaling
+    alpha_W = alpha_H = float(alpha) if penalty else 0.0  # scikit-learn's alpha_H="same"
     norm_V = frobenius_norm(V)
     X = V.T
     W_sk = np.array(H0.T, dtype=V.dtype)  # scikit-learn wants the start in X's dtype
@@ -309,8 +312,7 @@ def run_sklearn(
 
     def objective(W, H):
         error = relative_error(V, W, H, norm_V)
-        penalised = H if penalty == "H" else W
-        l1 = weight * float(np.abs(penalised).sum()) if penalty else 0.0
+        l1 = alpha_W * (T * float(np.abs(W).sum()) + N * float(np.abs(H).sum()))
         return 0.5 * (error * norm_V) ** 2 + l1, error
 
     E0, e0 = objective(H_sk.T, W_sk.T)
@@ -343,7 +345,7 @@ def run_sklearn(
             bar.close()
     run = Run(label, H_sk.T.copy(), W_sk.T.copy(), n_iter, stop, elapsed)
     run.iterations, run.times, run.errors = iterations, times, errors
-    run.params = {"alpha": float(alpha), "penalty_on": penalty} if penalty else {}
+    run.params = {"alpha": float(alpha), "matched_on": penalty} if penalty else {}
     return run
 
 

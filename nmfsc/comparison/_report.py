@@ -172,9 +172,11 @@ def _matched_text(records):
         for r in records
     ]
     text = (
-        f"sklearn_cd_l1 is scikit-learn's CD NMF with an L1 penalty on {r0['penalty_on']} "
-        f"(l1_ratio 1), its weight found by log-scale bisection until the mean sparseness "
-        f"of {r0['penalty_on']} is within 0.01 of nmf_sc's: " + "; ".join(parts) + "."
+        "sklearn_cd_l1 is scikit-learn's CD NMF with an L1 penalty of one weight on both "
+        "factors (l1_ratio 1, alpha_H 'same'), the weight found by log-scale bisection "
+        f"until the mean sparseness of {r0['matched_on']} is within 0.01 of nmf_sc's: "
+        + "; ".join(parts)
+        + "."
     )
     notes = [f"seed {r['seed']}: {r['note']}" for r in records if r["note"]]
     return text + ("\n\n" + "\n".join(f"- {n}" for n in notes) if notes else "")
