@@ -241,8 +241,10 @@ def run_fit(args):
         "samples_as_rows": args.samples_as_rows,
         "shape": list(V.shape),
         "image_shape": None if image_shape is None else list(image_shape),
+        "missing_values": args.missing_values,
+        "observed_entries": None if mask is None else int(np.count_nonzero(mask)),
     }
-    record = fit_record(result, data=data, seed=args.seed)
+    record = fit_record(result, data=data, seed=args.seed, masked=mask is not None)
     _write(lambda: save_fit(out, result, record), out)
     checkpoint.unlink(missing_ok=True)
     print(_fit_summary(result, name))
@@ -340,7 +342,7 @@ def _observed(V, args):
         raise CommandError(str(error)) from error
 
 
-def fit_record(result, *, data, seed):
+def fit_record(result, *, data, seed, masked=False):
     """The JSON-ready record of an nmf_sc run, as ``nmfsc fit`` stores it.
 
     Parameters
@@ -348,9 +350,14 @@ def fit_record(result, *, data, seed):
     result : NMFResult
         The run.
     data : dict
-        What was factorized (path, name, key, orientation, shape, image shape).
+        What was factorized (path, name, key, orientation, shape, image
+        shape, missing values and the count of observed entries).
     seed : int
         The seed of the random start.
+    masked : bool
+        Whether the run fitted the observed entries only (missing values):
+        its objective and relative error are then over those entries, and
+        ``objective_definition`` says so.
 
     Returns
     -------
@@ -374,7 +381,8 @@ def fit_record(result, *, data, seed):
         "relative_error": result.relative_error,
         "objective": result.objective[-1],
         "objective_units": result.objective_units,
-        "objective_definition": _OBJECTIVE_DEFINITION[result.objective_units],
+        "objective_definition": _OBJECTIVE_DEFINITION[result.objective_units]
+        + (_OBSERVED_ONLY if masked else ""),
         "time_s": result.times[-1],
         "sparseness_W_mean": _nanmean(result.sparseness_W),
         "sparseness_H_mean": _nanmean(result.sparseness_H),
@@ -387,6 +395,8 @@ def fit_record(result, *, data, seed):
     return _plain(record)
 
 
+#: The end of ``objective_definition`` for a fit of the observed entries only.
+_OBSERVED_ONLY = "; over the observed entries only (missing values: the relative error too)"
 #: What the record's ``objective`` is, by its ``objective_units``.
 _OBJECTIVE_DEFINITION = {
     "V": "1/2 ||V - W H||_F^2, in the units of V squared",

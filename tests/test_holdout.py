@@ -143,6 +143,12 @@ def test_cli_fit_with_missing_values(csv_with_holes, tmp_path, capsys):
         record = json.loads(str(saved["record"]))
         assert np.all(np.isfinite(saved["W"]))
     assert record["relative_error"] < 0.2
+    # the record says the fit is of the observed entries only
+    assert record["data"]["missing_values"] == "nan"
+    assert record["data"]["observed_entries"] == 30 * 24 - 30  # one empty cell per row
+    assert record["objective_definition"].endswith(
+        "over the observed entries only (missing values: the relative error too)"
+    )
     assert main(["fit", *argv[:3], "--no-progress", "--out", str(out)]) != 0
     assert "empty cell" in capsys.readouterr().err
 
