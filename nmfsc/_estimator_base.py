@@ -138,6 +138,7 @@ def check_input(estimator: Any, X: Any, *, reset: bool, allow_nan: bool = False)
         )
     if HAVE_SKLEARN:
         finite: Any = "allow-nan" if allow_nan else True
+        _refuse_nan_without_missing_values(name, X, allow_nan)
         X = validate_data(
             estimator,
             X,
@@ -183,6 +184,19 @@ def _check_dask_input(estimator: Any, X: Any, *, reset: bool) -> Any:
     if hasattr(estimator, "feature_names_in_"):  # a Dask array has no column names
         del estimator.feature_names_in_
     return X
+
+
+def _refuse_nan_without_missing_values(name: str, X: Any, allow_nan: bool) -> None:
+    """A ValueError naming ``missing_values=np.nan`` for a dense float X with
+    NaN entries when the estimator does not take missing values (scikit-learn's
+    own message suggests other estimators)."""
+    if allow_nan or hasattr(X, "nnz") or not hasattr(X, "dtype"):
+        return
+    if np.issubdtype(X.dtype, np.floating) and np.isnan(X).any():
+        raise ValueError(
+            f"Input X contains NaN ({int(np.isnan(X).sum())} entries); {name} fits "
+            f"missing entries with missing_values=np.nan: {name}(..., missing_values=np.nan)"
+        )
 
 
 def _check_gpu_input(estimator: Any, X: Any, *, reset: bool, allow_nan: bool) -> Any:

@@ -27,9 +27,13 @@ def check_missing_values(value: Any) -> bool:
 
 def observed_entries(X: Any, name: str) -> tuple[Any, np.ndarray | None]:
     """``(X with zeros where NaN, mask of the observed entries or None)`` of
-    dense X (n_samples, n_features) checked but for its NaN; a clear error for
-    scipy.sparse X, negative entries, or X with no observed entry."""
+    dense X (n_samples, n_features) checked but for its NaN; a scipy.sparse
+    X without NaN as it is (nothing is missing); a clear error for a
+    scipy.sparse X that stores NaN, negative entries, or X with no observed
+    entry."""
     if hasattr(X, "nnz"):
+        if not np.isnan(X.data).any():
+            return X, None
         raise TypeError(
             f"{name}: missing values (NaN) need dense data; for scipy.sparse data whose "
             "stored entries are the observed ones, use nmfsc.nmf_sc(V, k, mask='stored')"

@@ -126,7 +126,8 @@ def _check_values(values, where, what):
         first = int(np.argmax(bad))
         raise ValueError(
             f"V contains NaN or infinity ({int(bad.sum())} non-finite {what}, the first "
-            f"at {where(first)}); NMF needs finite V"
+            f"at {where(first)}); NMF needs finite V (for missing entries, pass mask= to "
+            "nmf_sc or nmf_euclidean, missing_values=np.nan to compare or SparseNMF)"
         )
     if lo < 0:
         negative = values < 0

@@ -29,8 +29,17 @@ def model(**kw):
 
 
 def test_nan_is_still_an_error_by_default(holes):
-    with pytest.raises(ValueError, match="NaN"):
+    """An error that names the option for missing entries (scikit-learn's own
+    message points to other estimators)."""
+    with pytest.raises(ValueError, match=r"contains NaN .* missing_values=np.nan"):
         model().fit(holes)
+
+
+def test_the_solvers_error_for_nan_names_the_mask(holes):
+    import nmfsc
+
+    with pytest.raises(ValueError, match=r"NMF needs finite V \(for missing entries, pass mask="):
+        nmfsc.nmf_sc(holes, 4, sparseness_w=0.5)
 
 
 def test_fit_uses_the_observed_entries_only(holes):
@@ -52,7 +61,9 @@ def test_the_fit_predicts_the_missing_entries(X, holes):
     assert np.linalg.norm(guess - X[missing]) < 0.05 * np.linalg.norm(X[missing])
 
 
-def test_without_nan_the_unmasked_fit_is_unchanged(X):
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+def test_without_nan_the_unmasked_fit_is_unchanged(X, sparse):
+    X = sp.csr_matrix(X) if sparse else X
     a = model(missing_values=np.nan, sparseness_components=0.4).fit(X)
     b = model(sparseness_components=0.4).fit(X)
     np.testing.assert_array_equal(a.components_, b.components_)
@@ -92,7 +103,7 @@ def test_masked_coefficients_ignore_the_missing_entries(X, holes):
     [
         (lambda X: np.full_like(X, np.nan), ValueError, "every entry of X is NaN"),
         (lambda X: np.where(np.isnan(X), np.nan, -X), ValueError, "Negative values"),
-        (lambda X: sp.csr_matrix(np.nan_to_num(X)), TypeError, "need dense data"),
+        (lambda X: sp.csr_matrix(X), TypeError, "need dense data"),  # it stores the NaN
     ],
 )
 def test_bad_input_with_missing_values(holes, make, error, match):
