@@ -74,8 +74,11 @@ def test_stop_then_resume_is_bit_identical(V, tmp_path, solver, params):
     assert resumed.times[13] == first.times[13]  # the time count continues
 
 
-def test_resume_from_a_periodic_checkpoint(V, tmp_path):
-    """A checkpoint from the middle of a run (iteration 14 of 20), as a crash leaves it."""
+def test_an_error_saves_the_committed_iterate_and_resume_continues(V, tmp_path):
+    """An error in the middle of a run (a callback's, here at iteration 15 of
+    20) leaves the checkpoint at the committed iterate, not at the periodic
+    save before it (14), and resuming continues bit-identically. (A killed
+    process leaves the periodic one: test_killed_process_resumes_bit_identically.)"""
     path = tmp_path / "run.ckpt"
     seen = []
 
@@ -97,7 +100,7 @@ def test_resume_from_a_periodic_checkpoint(V, tmp_path):
             callback=crash_after_15,
         )
     with np.load(path) as saved:
-        assert int(saved["iteration"]) == 14
+        assert int(saved["iteration"]) == 15
     resumed = run(nmfsc.nmf_sc, V, sparseness_w=0.5, max_iter=20, checkpoint=path, resume=True)
     assert_identical(resumed, run(nmfsc.nmf_sc, V, sparseness_w=0.5, max_iter=20))
 
@@ -133,6 +136,23 @@ def test_keyboard_interrupt_saves_and_resumes(V, tmp_path):
     assert stopped.stop_reason == "interrupted" and stopped.n_iter == 9
     resumed = run(nmfsc.nmf_sc, V, sparseness_h=0.6, max_iter=25, checkpoint=path, resume=True)
     assert_identical(resumed, run(nmfsc.nmf_sc, V, sparseness_h=0.6, max_iter=25))
+
+
+def test_an_error_that_the_checkpoint_cannot_save_says_so(V, tmp_path, monkeypatch):
+    from nmfsc.solvers import _loop
+
+    path = tmp_path / "run.ckpt"
+    calls = []
+
+    def full_disk(*args, **kwargs):
+        calls.append(1)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(_loop.Run, "write_checkpoint", staticmethod(full_disk))
+    with pytest.raises(OSError, match="No space left") as caught:
+        run(nmfsc.nmf_sc, V, sparseness_h=0.6, max_iter=25, checkpoint=path, checkpoint_every=3)
+    assert any("could not be saved either" in note for note in caught.value.__notes__)
+    assert len(calls) == 2  # the periodic save that failed, and the last try
 
 
 def test_resuming_a_finished_run_returns_it(V, tmp_path):

@@ -327,7 +327,10 @@ class Run:
 
     def iterate(self):
         """Iterate until a stop; return the stop reason (``"interrupted"`` for a
-        KeyboardInterrupt, which leaves the last committed iterate)."""
+        KeyboardInterrupt, which leaves the last committed iterate). Any other
+        exception (a callback's, a worker's, a MemoryError) propagates after
+        the committed iterate is saved to the checkpoint, if there is one, so
+        that ``resume=True`` continues from it."""
         s = self.settings
         iteration = self.committed[1]
         bar = progress_bar(s.progress, self.steps.name, s.max_iter, min(iteration, s.max_iter))
@@ -340,6 +343,13 @@ class Run:
                     return stop
         except KeyboardInterrupt:
             return "interrupted"
+        except Exception as error:
+            if self.settings.checkpoint is not None:
+                try:
+                    self.finish()
+                except Exception as failure:  # the disk that failed the run, say
+                    error.add_note(f"nmfsc: the checkpoint could not be saved either: {failure}")
+            raise
         finally:
             if bar is not None:
                 bar.close()
