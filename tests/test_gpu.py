@@ -267,6 +267,38 @@ def test_checkpoint_and_resume_continue_the_run(V, tmp_path, steps):
     np.testing.assert_array_equal(resumed.W, whole.W)
 
 
+def test_a_checkpoint_of_other_data_with_the_same_margins_is_refused(V, tmp_path):
+    """Two V with the same row and column sums (a 2 x 2 swap of mass) are
+    other data: resuming one's checkpoint on the other is refused."""
+    from nmfsc import CheckpointMismatchError
+
+    params = {"sparseness_w": 0.5, "sparseness_h": 0.6}
+    path = tmp_path / "run.npz"
+    other = V.copy()
+    d = 0.9 * min(V[0, 1], V[1, 0])
+    other[0, 0] += d
+    other[0, 1] -= d
+    other[1, 0] -= d
+    other[1, 1] += d
+    np.testing.assert_allclose(other.sum(axis=0), V.sum(axis=0))
+    np.testing.assert_allclose(other.sum(axis=1), V.sum(axis=1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        on_device(HoyerSteps, V, 3, params, max_iter=3, tol=0, random_state=0, checkpoint=path)
+        with pytest.raises(CheckpointMismatchError, match="different data V"):
+            on_device(
+                HoyerSteps,
+                other,
+                3,
+                params,
+                max_iter=6,
+                tol=0,
+                random_state=0,
+                checkpoint=path,
+                resume=True,
+            )
+
+
 def test_device_run_refuses_what_it_cannot_compute(V):
     with pytest.raises(ValueError, match="negative entries"):
         on_device(HoyerSteps, -V, 3, {"sparseness_w": None, "sparseness_h": 0.5})

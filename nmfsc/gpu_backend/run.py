@@ -8,8 +8,8 @@ M x n matrices of its sub-problem (:mod:`nmfsc.gpu_backend.sweeps`: swept
 on the host, and back). A checkpoint copies W and H to the host to write them (as the
 in-memory format, so :func:`nmfsc.solvers.checkpoint.load_checkpoint`
 validates it) and a resumed run copies them back; V never leaves the
-device: its fingerprint is a digest of its row and column sums, computed
-there.
+device: its fingerprint is a digest of its row and column sums and of two
+products with fixed random vectors, computed there.
 """
 
 from __future__ import annotations
@@ -26,7 +26,10 @@ from nmfsc.gpu_backend.steps import DEVICE_STEPS, DeviceData
 from nmfsc.solvers.checkpoint import save_checkpoint
 from nmfsc.solvers.framework import Run
 
-__all__ = ["DeviceRun", "run_on_device"]
+__all__ = ["FINGERPRINT_SEED", "DeviceRun", "run_on_device"]
+
+#: The seed of the fingerprint's two random weight vectors (:meth:`DeviceRun.fingerprint`).
+FINGERPRINT_SEED = 20041457
 
 
 def run_on_device(steps, V, n_components, params, settings, stacklevel=6):
@@ -73,13 +76,24 @@ class DeviceRun(Run):
             )
 
     def fingerprint(self):
-        """``"gpu:NxT:sha256"`` of V's row and column sums (float64), computed on the device."""
+        """``"gpu2:NxT:sha256"`` of V's row and column sums and of its products
+        with two fixed random vectors (``V u`` and ``v^T V``, float64),
+        computed on the device. The sums alone cannot tell apart two V with
+        the same margins (count tables with the same totals); the random
+        weights can, but for differences below the sums' rounding."""
         xp = self.xp
-        digest = hashlib.sha256(b"gpu")
-        for axis in (1, 0):
-            sums = to_host(xp.sum(self.V, axis=axis, dtype=xp.float64))
-            digest.update(np.ascontiguousarray(sums).data)
-        return f"gpu:{self.V.shape[0]}x{self.V.shape[1]}:{digest.hexdigest()}"
+        N, T = self.V.shape
+        weights = np.random.default_rng(FINGERPRINT_SEED)
+        u, v = (xp.asarray(weights.random(n)) for n in (T, N))
+        digest = hashlib.sha256(b"gpu2")
+        for vector in (
+            xp.sum(self.V, axis=1, dtype=xp.float64),
+            xp.sum(self.V, axis=0, dtype=xp.float64),
+            self.V @ u.astype(self.V.dtype),  # in V's dtype: no float64 copy of V
+            v.astype(self.V.dtype) @ self.V,
+        ):
+            digest.update(np.ascontiguousarray(to_host(vector), dtype=np.float64).data)
+        return f"gpu2:{N}x{T}:{digest.hexdigest()}"
 
     def load(self, path):
         state, iteration, history, times = super().load(path)
