@@ -229,6 +229,19 @@ def test_bad_dask_input_is_refused(client):
         nmf_sc(da.from_array(V - 1.0, chunks=(30, 40)), 3)
     with pytest.raises(ValueError, match="init='nndsvd'"):
         nmf_sc(da.from_array(V, chunks=(30, 40)), 3, init="nndsvd")
+    X = da.from_array(V, chunks=(30, 40))
+    with pytest.raises(ValueError, match=r"chunk sizes are unknown .*compute_chunk_sizes"):
+        nmf_sc(X[:, X[0] >= 0], 3, sparseness_h=0.5)
+
+
+def test_empty_chunks_of_columns_are_dropped(client):
+    V = _data()
+    kw = {"sparseness_h": 0.5, "random_state": 0, "max_iter": 4, "tol": 0.0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        gaps = nmf_sc(da.from_array(V, chunks=(V.shape[0], (0, 40, 0, V.shape[1] - 40))), 3, **kw)
+        plain = nmf_sc(da.from_array(V, chunks=(V.shape[0], (40, V.shape[1] - 40))), 3, **kw)
+    np.testing.assert_array_equal(gaps.objective, plain.objective)
 
 
 @pytest.mark.filterwarnings("ignore::ResourceWarning")

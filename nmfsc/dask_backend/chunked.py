@@ -433,9 +433,15 @@ def inner_and_gram(A, X):
 
 
 def checked_dask_data(V):
-    """V as a 2-D float32 / float64 Dask array with one chunk along its rows."""
+    """V as a 2-D float32 / float64 Dask array with one chunk along its rows,
+    its chunk sizes known, and no empty chunk of columns (dropped)."""
     if V.ndim != 2:
         raise ValueError(f"V must be 2-D (features x samples), got a Dask array with ndim={V.ndim}")
+    if any(np.isnan(size) for sizes in V.chunks for size in sizes):
+        raise ValueError(
+            "V's chunk sizes are unknown (NaN), as after boolean indexing; call "
+            "V.compute_chunk_sizes() first"
+        )
     if len(V.chunks[0]) != 1:
         raise ValueError(
             f"V must be chunked along its columns (samples) only, got {len(V.chunks[0])} "
@@ -447,4 +453,6 @@ def checked_dask_data(V):
         raise TypeError(f"V must hold real numbers, got a Dask array of dtype {V.dtype}")
     if V.dtype not in (np.float32, np.float64):
         V = V.astype(np.float64)
+    if 0 in V.chunks[1]:  # an empty chunk has no entries to add: the same V without it
+        V = V.rechunk({1: tuple(width for width in V.chunks[1] if width)})
     return V
