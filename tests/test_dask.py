@@ -221,6 +221,44 @@ def test_resume_names_a_deleted_chunk_folder_or_file(client, tmp_path, delete):
         nmf_sc(V, 3, max_iter=4, random_state=3, checkpoint=path, resume=True)
 
 
+@pytest.mark.parametrize("scheduler", [None, "synchronous"], ids=["distributed", "synchronous"])
+def test_rows_tied_on_their_support_are_broken_by_index_as_in_memory(
+    client, scheduler, monkeypatch
+):
+    """Eight columns repeated 25 times: H's rows reach supports whose entries
+    are all equal with a sparser target, which the in-memory kernel breaks by
+    index. The Dask run breaks them the same way (the run stopped with a
+    RuntimeError before) and matches the in-memory run."""
+    import contextlib
+
+    import dask
+
+    from nmfsc.dask_backend import projection
+
+    tied = []
+    tie_values = projection._tie_values
+
+    def spied(inputs, local, form, lo, ties, *rest):
+        tied.append(int(ties.sum()))
+        return tie_values(inputs, local, form, lo, ties, *rest)
+
+    monkeypatch.setattr(projection, "_tie_values", spied)
+    V = np.tile(np.random.default_rng(0).random((20, 8)), (1, 25))
+    kw = {"sparseness_h": 0.8, "random_state": 0, "max_iter": 30, "tol": 0.0}
+    setting = (
+        contextlib.nullcontext() if scheduler is None else dask.config.set(scheduler=scheduler)
+    )
+    with warnings.catch_warnings(), setting:
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        memory = nmf_sc(V, 4, **kw)
+        chunked = nmf_sc(da.from_array(V, chunks=(20, 37)), 4, **kw)
+    assert sum(tied) > 0  # the ties were met, and broken
+    rel = np.abs(chunked.objective - memory.objective) / memory.objective
+    assert np.max(rel) <= 1e-9
+    np.testing.assert_allclose(chunked.H.compute(), memory.H, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(chunked.sparseness_H, memory.sparseness_H, rtol=1e-9)
+
+
 def test_bad_dask_input_is_refused(client):
     V = _data()
     with pytest.raises(ValueError, match="chunked along its columns"):

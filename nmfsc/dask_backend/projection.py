@@ -24,9 +24,12 @@ are the kernel's: a non-finite row (the projection fails: None), a row that
 already meets its targets to 1e-13 (kept), rho = 1 (l2 at the row's largest
 entry, the earliest on ties: a global argmax, merged with the statistics), a
 flat support (1 - rho^2 / k <= 1e-15 or k = 1: u = m on S). A support whose
-entries are all equal with a sparser target (the kernel breaks such ties by
-index) is refused with a RuntimeError: it needs a row that is constant on its
-support, which random data does not give.
+k entries are all equal with a sparser target (images of a few grey levels,
+repeated samples) is broken by index as the kernel breaks it: the tied
+entries take the ramp k - 1, ..., 0 in index order, whose projection the
+client computes (k numbers, by :func:`nmfsc.project`), and each chunk
+writes the values of its tied entries' ranks, which one more pass (the
+count of tied entries per chunk) places.
 
 The result equals the kernel's to rounding (the supports are the same unless
 an entry's u is 0 to rounding, where either choice changes u by about 1e-16).
@@ -51,6 +54,7 @@ from nmfsc.dask_backend.chunked import (
     reduce_tree,
     task,
 )
+from nmfsc.projection import project
 
 __all__ = [
     "FEASIBLE_RTOL",
@@ -163,8 +167,10 @@ def _formed(func, form, args, *rest):
     return func(args if form is None else form(*args), *rest)
 
 
-def _write_chunk(x, offset, final, dtype):
-    """The projected chunk: l2 max(m + t (y - mean), 0) on y >= lo, copies, single entries."""
+def _write_chunk(x, offset, final, dtype, tie_values=None):
+    """The projected chunk: l2 max(m + t (y - mean), 0) on y >= lo, copies, single
+    entries, and for a tied row r the values ``tie_values[r]`` at its tied
+    entries (y >= lo), in order."""
     lo, m, t, mean, l2, kind, arg = final
     y = np.asarray(x, dtype=np.float64)
     shape = np.maximum(m[:, None] + t[:, None] * (y - mean[:, None]), 0.0)
@@ -176,7 +182,41 @@ def _write_chunk(x, offset, final, dtype):
         j = int(arg[r]) - offset
         if 0 <= j < y.shape[1]:
             out[r, j] = l2[r]
+    for r, values in (tie_values or {}).items():
+        out[r] = 0.0
+        out[r, y[r] >= lo[r]] = values
     return out.astype(dtype, copy=False)
+
+
+def _tied_counts(x, lo, rows):
+    """Per row of ``rows``, the entries of the chunk at or above its ``lo``."""
+    y = np.asarray(x, dtype=np.float64)
+    return np.count_nonzero(y[rows] >= lo[rows, None], axis=1)
+
+
+def _tie_values(inputs, local, form, lo, ties, rho, l2):
+    """Per chunk, ``{row: the values of its tied entries}`` for the rows whose
+    support is all tied (:func:`_supports`), as the in-memory kernel breaks
+    the tie: the k tied entries take the ramp k - 1, ..., 0 in index order,
+    and their values are the projection of the ramp (l2 times the shape at
+    L1 / L2 = rho); one pass counts each chunk's tied entries to place them."""
+    rows = np.flatnonzero(ties)
+    if rows.size == 0:
+        return [None] * len(inputs)
+    if local is not None:
+        counts = map_local(_formed, [(_tied_counts, form, a, lo, rows) for a in local])
+    else:
+        counts = compute(*[task(_formed, _tied_counts, form, a, lo, rows) for a in inputs])
+    counts = np.array(counts).reshape(len(inputs), rows.size)  # chunk x tied row
+    starts = np.vstack([np.zeros(rows.size, dtype=np.int64), np.cumsum(counts, axis=0)])
+    per_chunk = [{} for _ in inputs]
+    for i, r in enumerate(rows):
+        k = int(starts[-1, i])
+        ramp = np.arange(k - 1, -1, -1, dtype=np.float64)
+        values = project(ramp, rho[r] * l2[r], l2[r]) if k > 1 else np.full(k, l2[r])
+        for c in range(len(inputs)):
+            per_chunk[c][int(r)] = values[starts[c, i] : starts[c + 1, i]]
+    return per_chunk
 
 
 def _reduce(X, offsets, params, form, prior=None):
@@ -204,7 +244,9 @@ def _step(rho, k, total, css):
 
 
 def _supports(stats, rho, rows, reduce, prior_rows):
-    """Each row's final support and shape (lo, m, t, mean), one reduction per pass.
+    """Each row's final support and shape (lo, m, t, mean), one reduction per
+    pass, and the rows whose support is all tied with a sparser target
+    (``tied``; their lo is the tied value).
 
     A support S with shape u = m + t (y - mean) is the projection's when u > 0
     at S's least entry and u <= 0 at the largest entry outside S: u is then
@@ -232,6 +274,7 @@ def _supports(stats, rho, rows, reduce, prior_rows):
     cur = np.where(warm[:, None], start, full)
     lo, m, t, mean = np.zeros(M), np.zeros(M), np.zeros(M), np.zeros(M)
     active, growths = rows.copy(), np.zeros(M, dtype=int)
+    ties = np.zeros(M, dtype=bool)
     while True:
         k, total, css, lo_s, hi, out = (cur[:, c].copy() for c in (_K, _SUM, _M2, _LO, _HI, _OUT))
         m_new, t_new, mean_new, flat = _step(rho, k, total, css)
@@ -241,19 +284,17 @@ def _supports(stats, rho, rows, reduce, prior_rows):
             warm &= ~restart
             cur[restart] = full[restart]
             continue
-        if np.any(tied):
-            raise RuntimeError(
-                "the distributed projection met a row of H that is constant on its support "
-                "with a sparser target (a tie the in-memory kernel breaks by index); "
-                "run this problem in memory (pass V as a NumPy array)"
-            )
+        if np.any(tied):  # broken by index by the caller (module docstring)
+            ties |= tied
+            lo = np.where(tied, lo_s, lo)
+            active &= ~tied
         m, t, mean = (np.where(active, a, b) for a, b in ((m_new, m), (t_new, t), (mean_new, mean)))
         lo = np.where(active, np.where(warm, -np.inf, lo_s), lo)
         keeps = m + t * (lo_s - mean) >= 0.0
         settled = flat | (keeps & (~warm | (m + t * (out - mean) <= 0.0)))
         active &= ~settled
         if not np.any(active):
-            return lo, m, t, mean
+            return lo, m, t, mean, ties
         new = reduce((lo, m, t, mean))
         growths += active & warm & (new[:, _K] > k)
         cur = np.where(active[:, None], new, cur)
@@ -304,16 +345,18 @@ def project_chunked_rows(inputs, like, l1, l2, form=None, first=None, extra=None
     prior_rows = None if prior is None else prior[1] > 0
     if prior_rows is not None and stats.shape[1] < 3 * _WIDTH:
         raise ValueError("first holds no statistics of the prior's supports")
-    lo, m, t, mean = _supports(
+    lo, m, t, mean, ties = _supports(
         stats, rho, kind == 0, lambda p: _reduce(inputs, offsets, p, form), prior_rows
     )
-    final = (lo, m, t, mean, np.asarray(l2, dtype=np.float64), kind, arg)
-    shape = (m, np.where(kind == 0, t, 0.0), mean)
+    l2 = np.asarray(l2, dtype=np.float64)
+    final = (lo, m, t, mean, l2, kind, arg)
+    shape = (m, np.where((kind == 0) & ~ties, t, 0.0), mean)
     local = local_values(inputs)
+    tie_values = _tie_values(inputs, local, form, lo, ties, rho, l2)
     if local is not None:  # a local scheduler: write the chunks here, no graph
         args = [
-            (_write_chunk, form, a, off, final, like.dtype)
-            for a, off in zip(local, offsets, strict=True)
+            (_write_chunk, form, a, off, final, like.dtype, tv)
+            for a, off, tv in zip(local, offsets, tie_values, strict=True)
         ]
         projected = ChunkedRows(
             [held(x) for x in map_local(_formed, args)], like.widths, like.dtype, like.shape[0]
@@ -325,8 +368,8 @@ def project_chunked_rows(inputs, like, l1, l2, form=None, first=None, extra=None
             value = compute(value)[0]
         return Projected(projected, value, shape)
     parts = [
-        task(_formed, _write_chunk, form, args, off, final, like.dtype)
-        for args, off in zip(inputs, offsets, strict=True)
+        task(_formed, _write_chunk, form, args, off, final, like.dtype, tv)
+        for args, off, tv in zip(inputs, offsets, tie_values, strict=True)
     ]
     if extra is None:
         return Projected(ChunkedRows.persisted(parts, like), None, shape)
