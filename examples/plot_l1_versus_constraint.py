@@ -3,8 +3,9 @@ Sparseness by constraint against sparseness by an L1 penalty
 ============================================================
 
 The usual way to make NMF sparse is a penalty: scikit-learn's ``NMF`` with
-``l1_ratio=1`` adds :math:`\\alpha \\lVert W \\rVert_1` to the objective, and a
-larger :math:`\\alpha` gives sparser basis vectors. Hoyer's point is that the
+``l1_ratio=1`` adds :math:`\\alpha` times the L1 norms of both factors (scaled
+by the data's dimensions) to the objective, and a larger :math:`\\alpha` gives
+sparser basis vectors. Hoyer's point is that the
 penalty is an indirect knob: the sparseness it gives is found only by trying
 weights. :func:`nmfsc.compare` asks the fair question directly: it runs nmf_sc at
 a target sparseness, then searches (up to 16 fits) for the L1 weight whose fit

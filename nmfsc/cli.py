@@ -209,8 +209,9 @@ def _add_compare(commands):
         metavar="F",
         help="hide a fraction F of the observed entries (the same for every method, drawn "
         "with --holdout-seed), fit every method to the rest and report its error on them: "
-        "nmf_sc and nmf_euclidean fit the rest only, the other methods the data with the "
-        "hidden entries filled by their row's mean; for a sparse .mtx file the stored "
+        "nmf_sc, nmf_sc_accelerated and nmf_euclidean fit the rest only, the other methods "
+        "the data with the hidden entries filled by their row's mean; for a sparse .mtx "
+        "file the stored "
         "entries are the observed ones (default: none)",
     )
     parser.add_argument(
@@ -219,7 +220,11 @@ def _add_compare(commands):
         metavar="SEED",
         help=f"seed of the hidden entries' draw (default: {_default(compare, 'holdout_seed')})",
     )
-    _add_missing_values(parser)
+    _add_missing_values(
+        parser,
+        "the masked methods (nmf_sc, nmf_sc_accelerated, nmf_euclidean) fit the observed "
+        "entries only, the others the data with missing entries filled by their row's mean",
+    )
     parser.add_argument(
         "--image-shape",
         nargs=2,
@@ -283,11 +288,11 @@ def _add_fit(commands):
         "--device",
         choices=("cpu", "gpu"),
         default="cpu",
-        help="where to run: cpu, or gpu (CuPy, pip install 'nmfsc[gpu]'; solver hoyer; "
+        help="where to run: cpu, or gpu (CuPy, pip install 'nmfsc[gpu]'; either solver; "
         "V copied to the GPU once, W and H back at the end) (default: cpu)",
     )
     _add_stopping(parser, nmf_sc)
-    _add_missing_values(parser)
+    _add_missing_values(parser, "the fit uses the observed entries only (nmf_sc's mask)")
     parser.add_argument(
         "--out",
         type=Path,
@@ -309,12 +314,13 @@ def _add_data_options(parser):
     )
 
 
-def _add_missing_values(parser):
+def _add_missing_values(parser, use):
+    """``--missing-values``; ``use``: what the command does with the missing entries."""
     parser.add_argument(
         "--missing-values",
         choices=["nan"],
-        help="nan: NaN entries and empty CSV cells are missing; the fit uses the observed "
-        "entries only (nmf_sc's mask) (default: none, a NaN is an error)",
+        help=f"nan: NaN entries and empty CSV cells are missing; {use} (default: none, a NaN "
+        "is an error)",
     )
 
 

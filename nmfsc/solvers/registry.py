@@ -94,7 +94,7 @@ SOLVERS: tuple[SolverSpec, ...] = (
         sparse_nmf,
         LiuSparseSteps,
         ("alpha",),
-        description="sparse NMF with an L1 penalty on H (Hoyer 2002)",
+        description="sparse NMF with an L1 penalty on H (Liu et al. 2003)",
     ),
 )
 install(SOLVERS)
