@@ -15,6 +15,7 @@ import re
 import sys
 import tempfile
 import time
+import warnings
 from importlib import metadata
 from pathlib import Path
 
@@ -176,7 +177,7 @@ def run_fit(args):
     status : int
         0.
     """
-    from nmfsc import CheckpointMismatchError, nmf_sc
+    from nmfsc import CheckpointMismatchError, ConvergenceWarning, nmf_sc
 
     out = args.out
     if out.suffix.lower() != ".npz":
@@ -214,11 +215,17 @@ def run_fit(args):
         **{key: value for key, value in stopping.items() if value is not None},
     }
     try:
-        try:
-            result = nmf_sc(data_on_device, args.n_components, resume=True, **options)
-        except CheckpointMismatchError:
-            _say(f"{checkpoint} holds a run with other options or data: starting afresh")
-            result = nmf_sc(data_on_device, args.n_components, resume=False, **options)
+        with warnings.catch_warnings():
+            # The library's advice on an interrupt (checkpoint=..., resume=True) is
+            # for Python; the command says how to resume it below.
+            warnings.filterwarnings(
+                "ignore", message=".*interrupted by KeyboardInterrupt", category=ConvergenceWarning
+            )
+            try:
+                result = nmf_sc(data_on_device, args.n_components, resume=True, **options)
+            except CheckpointMismatchError:
+                _say(f"{checkpoint} holds a run with other options or data: starting afresh")
+                result = nmf_sc(data_on_device, args.n_components, resume=False, **options)
     except (ValueError, TypeError) as error:
         raise CommandError(f"{args.data}: {error}") from error
     except OSError as error:  # the checkpoint could not be saved (a full disk)

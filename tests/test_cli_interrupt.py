@@ -164,6 +164,7 @@ def test_ctrl_c_stops_fit_with_130_keeps_the_checkpoint_and_the_same_command_res
     assert status == 130, err
     last = err.strip().splitlines()[-1]
     assert last.startswith("nmfsc fit: error: interrupted at iteration ")
+    assert "resume=True" not in err  # the library's advice for Python, not the command's
     assert out.read_bytes() == b"the old result"  # not replaced by a partial run
     checkpoint = tmp_path / "o.checkpoint.npz"
     assert checkpoint.exists() and leftovers(tmp_path) == []
@@ -238,6 +239,7 @@ def test_kill_stops_fit_with_143_keeps_the_checkpoint_and_leaves_no_temporary(da
     process, flag = start(tmp_path, *argv)
     status, _, err = signal_when_iterating(process, flag, signal.SIGTERM)
     assert status == 143, err
+    assert "KeyboardInterrupt" not in err
     assert not out.exists() and (tmp_path / "o.checkpoint.npz").exists()
     assert leftovers(tmp_path) == []
 
