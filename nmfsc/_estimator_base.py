@@ -138,15 +138,18 @@ def check_input(estimator: Any, X: Any, *, reset: bool, allow_nan: bool = False)
         )
     if HAVE_SKLEARN:
         finite: Any = "allow-nan" if allow_nan else True
-        _refuse_nan_without_missing_values(name, X, allow_nan)
-        X = validate_data(
-            estimator,
-            X,
-            reset=reset,
-            dtype=[np.float64, np.float32],
-            accept_sparse=("csr", "csc"),
-            ensure_all_finite=finite,
-        )
+        try:
+            X = validate_data(
+                estimator,
+                X,
+                reset=reset,
+                dtype=[np.float64, np.float32],
+                accept_sparse=("csr", "csc"),
+                ensure_all_finite=finite,
+            )
+        except ValueError as error:
+            _name_missing_values(name, X, error)
+            raise
         check_non_negative(X, f"{name} (input X)")
         return X
     if hasattr(X, "nnz") and hasattr(X, "tocsr"):
@@ -186,17 +189,17 @@ def _check_dask_input(estimator: Any, X: Any, *, reset: bool) -> Any:
     return X
 
 
-def _refuse_nan_without_missing_values(name: str, X: Any, allow_nan: bool) -> None:
-    """A ValueError naming ``missing_values=np.nan`` for a dense float X with
-    NaN entries when the estimator does not take missing values (scikit-learn's
-    own message suggests other estimators)."""
-    if allow_nan or hasattr(X, "nnz") or not hasattr(X, "dtype"):
+def _name_missing_values(name: str, X: Any, error: ValueError) -> None:
+    """Where scikit-learn refused a dense X for its NaN (its message suggests
+    other estimators), a ValueError naming ``missing_values=np.nan`` instead;
+    any other refusal is left as it is. Runs on the refused input only."""
+    if "contains NaN" not in str(error) or hasattr(X, "nnz"):
         return
-    if np.issubdtype(X.dtype, np.floating) and np.isnan(X).any():
-        raise ValueError(
-            f"Input X contains NaN ({int(np.isnan(X).sum())} entries); {name} fits "
-            f"missing entries with missing_values=np.nan: {name}(..., missing_values=np.nan)"
-        )
+    count = int(np.isnan(np.asarray(X, dtype=np.float64)).sum())
+    raise ValueError(
+        f"Input X contains NaN ({count} entries); {name} fits missing entries with "
+        f"missing_values=np.nan: {name}(..., missing_values=np.nan)"
+    ) from error
 
 
 def _check_gpu_input(estimator: Any, X: Any, *, reset: bool, allow_nan: bool) -> Any:
