@@ -76,21 +76,22 @@ class DeviceRun(Run):
             )
 
     def fingerprint(self):
-        """``"gpu2:NxT:sha256"`` of V's row and column sums and of its products
-        with two fixed random vectors (``V u`` and ``v^T V``, float64),
-        computed on the device. The sums alone cannot tell apart two V with
-        the same margins (count tables with the same totals); the random
-        weights can, but for differences below the sums' rounding."""
+        """``"gpu2:NxT:sha256"`` of V's row and column sums (float64) and of its
+        products with two fixed random vectors (``V u`` and ``v^T V``, in V's
+        dtype: no float64 copy of V), computed on the device. The sums alone
+        cannot tell apart two V with the same margins (count tables with the
+        same totals); the random weights can, but for differences below the
+        sums' rounding."""
         xp = self.xp
         N, T = self.V.shape
         weights = np.random.default_rng(FINGERPRINT_SEED)
-        u, v = (xp.asarray(weights.random(n)) for n in (T, N))
+        u, v = (xp.asarray(weights.random(n).astype(self.V.dtype)) for n in (T, N))
         digest = hashlib.sha256(b"gpu2")
         for vector in (
             xp.sum(self.V, axis=1, dtype=xp.float64),
             xp.sum(self.V, axis=0, dtype=xp.float64),
-            self.V @ u.astype(self.V.dtype),  # in V's dtype: no float64 copy of V
-            v.astype(self.V.dtype) @ self.V,
+            self.V @ u,
+            v @ self.V,
         ):
             digest.update(np.ascontiguousarray(to_host(vector), dtype=np.float64).data)
         return f"gpu2:{N}x{T}:{digest.hexdigest()}"
