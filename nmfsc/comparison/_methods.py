@@ -67,6 +67,7 @@ __all__ = [
     "SKLEARN_METHODS",
     "Run",
     "available_methods",
+    "failed_run",
     "run_method",
     "run_sklearn",
     "sklearn_available",
@@ -109,6 +110,19 @@ class Run:
     times: list = field(default_factory=list)
     errors: list = field(default_factory=list)
     params: dict = field(default_factory=dict)
+    #: Why the run failed (an exception's one line), or None when it ran.
+    failure: str | None = None
+
+
+def failed_run(method, V, n_components, error):
+    """The :class:`Run` of a method that raised ``error``: all-zero factors of
+    the right shapes, no curve, ``stop_reason`` ``"failed"`` and the error's
+    one line in ``failure``, so that the other methods' rows stand."""
+    N, T = V.shape
+    dtype = V.dtype if np.dtype(V.dtype).kind == "f" else np.float64
+    W, H = np.zeros((N, n_components), dtype), np.zeros((n_components, T), dtype)
+    line = " ".join(str(error).split()) or "no message"
+    return Run(method, W, H, 0, "failed", 0.0, failure=f"{type(error).__name__}: {line}")
 
 
 def sklearn_available() -> bool:
@@ -296,7 +310,8 @@ def run_sklearn(
     Returns
     -------
     Run
-        ``stop_reason`` ``"tol"`` (nmfsc's rule, or an exact fixed point),
+        ``stop_reason`` ``"tol"`` (nmfsc's rule, or an exact fixed point,
+        such as a factor the penalty set to zero: every component off),
         ``"max_iter"`` or ``"max_time"``.
     """
     from sklearn.exceptions import ConvergenceWarning as SkConvergenceWarning
@@ -338,6 +353,11 @@ def run_sklearn(
             if bar is not None:
                 bar.update(done)
             if done < chunk:  # scikit-learn's tol=0 rule: an exact fixed point
+                stop = "tol"
+                break
+            if not (W_sk.any() and H_sk.any()):
+                # A factor the penalty zeroed stays zero (an exact fixed point:
+                # every component off), and scikit-learn refuses it as a start.
                 stop = "tol"
                 break
     finally:

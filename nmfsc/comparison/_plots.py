@@ -64,7 +64,10 @@ def bases_figure(comparison, seed=None, quick=False):
 
 def _label(comparison, method, seed):
     row = next(r for r in comparison.rows if r["method"] == method and r["seed"] == seed)
-    extra = f"\nrel. error {row['relative_error']:.3f}"
+    error = row["relative_error"]
+    extra = "\nfailed" if error is None else f"\nrel. error {error:.3f}"
+    if error is not None and row["stop_reason"] == "failed":
+        extra += " (failed)"
     if "alpha" in row:
         extra += f", alpha {row['alpha']:.3g}"
     return method + extra

@@ -11,7 +11,15 @@ import numpy as np
 
 from nmfsc.comparison._methods import METHOD_DESCRIPTIONS, METHODS
 
-__all__ = ["COLUMNS", "SUMMARY_KEYS", "csv_text", "json_document", "markdown", "summarize"]
+__all__ = [
+    "COLUMNS",
+    "SUMMARY_KEYS",
+    "csv_text",
+    "failures_text",
+    "json_document",
+    "markdown",
+    "summarize",
+]
 
 #: (row key, column title, format) of the per-run table, in order.
 COLUMNS = (
@@ -65,15 +73,18 @@ WHY_BOTH = (
 
 
 def summarize(rows):
-    """Per-method summaries over seeds: ``<key>_median``, ``_min``, ``_max``."""
+    """Per-method summaries over seeds: ``<key>_median``, ``_min``, ``_max``
+    over the runs that did not fail (``stop_reason`` ``"failed"``), None
+    where every run failed."""
     out = []
     for method in METHODS:
         group = [r for r in rows if r["method"] == method]
         if not group:
             continue
         entry = {"method": method, "n_seeds": len(group)}
+        ran = [r for r in group if r["stop_reason"] != "failed"]
         for key in SUMMARY_KEYS:
-            values = [r[key] for r in group if r.get(key) is not None]
+            values = [r[key] for r in ran if r.get(key) is not None]
             if not any(key in r for r in group):
                 continue
             if values:
@@ -114,10 +125,24 @@ def run_table(rows) -> str:
         cells = [_cell(row.get(k), f) for k, _, f in columns]
         if row.get("matched") is False:
             cells[0] += " (not matched)"
-        if row.get("stop_reason") not in CONVERGED:
+        if row.get("stop_reason") == "failed":
+            cells[0] += " (failed)"
+        elif row.get("stop_reason") not in CONVERGED:
             cells[0] += " (not converged)"
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def failures_text(rows) -> str:
+    """One line per failed run (``stop_reason`` ``"failed"``): why it failed."""
+    failed = [r for r in rows if r.get("stop_reason") == "failed"]
+    if not failed:
+        return ""
+    lines = [f"- {r['method']}, seed {r['seed']}: {r['note']}" for r in failed]
+    return (
+        "Failed runs (no number of theirs enters a ranking; a fit worse than "
+        "W H = 0 is a failed fit whatever stopped it):\n" + "\n".join(lines)
+    )
 
 
 def summary_table(summary, rows) -> str:
@@ -152,7 +177,8 @@ def _budget_text(s):
         "is run in chunks of 10 iterations, each continued from the last one's factors, "
         "and its objective evaluated after each chunk; its own, looser stopping rules are "
         "not used). A run stopped by max_iter, max_time or a stalled line search (stalled) "
-        "is marked (not converged)."
+        "is marked (not converged); a run that raised an error or fits V worse than "
+        "W H = 0 (relative error above 1) is marked (failed)."
     )
 
 
@@ -211,6 +237,7 @@ def markdown(comparison, quick=False) -> str:
         summary_table(comparison.summary, comparison.rows),
         "## Every run",
         run_table(comparison.rows),
+        failures_text(comparison.rows),
     ]
     return "\n\n".join(b.strip("\n") for b in blocks if b) + "\n"
 

@@ -45,6 +45,7 @@ from nmfsc.comparison._methods import (
     METHODS,
     SKLEARN_METHODS,
     available_methods,
+    failed_run,
     run_method,
     run_sklearn,
     sklearn_available,
@@ -165,7 +166,14 @@ def _finite(value):
 
 
 def score_run(V, run, seed, *, image_shape=None, on_off=False, parts=None):
-    """The table row of one run (a dict; see :class:`nmfsc.Comparison`)."""
+    """The table row of one run (a dict; see :class:`nmfsc.Comparison`).
+
+    A run that raised (``run.failure``) has no numbers; a run whose relative
+    error is not finite or above 1 fits V worse than :math:`WH = 0`. Both
+    are rows with ``stop_reason`` ``"failed"`` and a ``note`` saying why
+    (:func:`failure_note`), never counted as converged."""
+    if run.failure is not None:
+        return _failed_row(run, seed)
     summary = sparseness_summary(run.W, run.H)
     c, rescaled = rescaled_error(V, run.W, run.H)
     row = {
@@ -196,7 +204,52 @@ def score_run(V, run, seed, *, image_shape=None, on_off=False, parts=None):
     row.update(n_iter=int(run.n_iter), stop_reason=run.stop_reason, time_s=float(run.time_s))
     if run.method == "sklearn_cd_l1":
         row["alpha"] = run.params["alpha"]
+    note = failure_note(run.method, row["relative_error"], "relative error", run.stop_reason)
+    if note and rescaled is not None and np.isfinite(rescaled) and rescaled < 1.0:
+        note += f"; its rescaled error is {rescaled:.3g} at c = {c:.3g}: W H has the wrong scale"
+    if note:
+        row["stop_reason"] = "failed"
+        row["note"] = note
+        for key in ("relative_error", "rescaled_relative_error", "rescale_c"):
+            row[key] = _finite(row[key])
     return row
+
+
+def failure_note(method, error, what, stop_reason):
+    """Why a run with ``error`` (its relative ``what``: ``"relative error"`` or
+    ``"held-out error"``) failed, or ``""`` when the error is finite and at most
+    1: at 1 a fit is as good as predicting zero, above it worse."""
+    if error is not None and np.isfinite(error) and error <= 1.0:
+        return ""
+    value = "not finite" if error is None or not np.isfinite(error) else f"{error:.3g} > 1"
+    note = f"failed: {what} {value}, worse than predicting zero (W H = 0)"
+    if stop_reason in ("tol", "step_size"):
+        note += f", although its stopping rule ({stop_reason}) was met"
+    if method not in SKLEARN_METHODS and not solver(method).squared_error:
+        note += (
+            f"; {method} minimises another objective than the squared error, "
+            "which need not fit this V in the Frobenius norm"
+        )
+    return note
+
+
+def _failed_row(run, seed):
+    """The row of a run that raised: no numbers, the error in ``note``."""
+    return {
+        "method": run.method,
+        "seed": int(seed),
+        "relative_error": None,
+        "rescaled_relative_error": None,
+        "rescale_c": None,
+        "sparseness_W": None,
+        "sparseness_H": None,
+        "zero_components": None,
+        "dead_samples": None,
+        "n_iter": 0,
+        "stop_reason": "failed",
+        "time_s": 0.0,
+        "note": f"failed: {run.failure}",
+    }
 
 
 def warm_up(methods, sparse_nmf_alpha, like=None):
@@ -241,30 +294,66 @@ def run_seed(
     start = starting_point(V, M, seed)
     runs, by_name, record = [], {}, None
     for method in methods:
-        if method == "sklearn_cd_l1":
-            constrained = next((by_name[m] for m in by_name if _constrained(m)), None)
-            factor, target = _l1_target(nmf_sc_params, constrained)
-            run, record = matched_l1(
+        try:
+            run, found = _run_one(
                 V,
                 M,
                 start,
-                factor=factor,
-                target=target,
+                method,
+                by_name,
+                nmf_sc_params=nmf_sc_params,
+                sparse_nmf_alpha=sparse_nmf_alpha,
                 fit_options=fit_options,
-                plain=by_name.get("sklearn_cd"),
+                method_params=method_params,
+                method_data=method_data,
             )
-            record["seed"] = seed
-        elif method in SKLEARN_METHODS:
-            run = run_sklearn(V, M, start, solver=method.split("_")[1], **fit_options)
-        else:
-            params = _params(method, nmf_sc_params, sparse_nmf_alpha)
-            params = {**params, **(method_params or {}).get(method, {})}
-            data = (method_data or {}).get(method, V)
-            run = run_method(method, data, M, start, params=params, scored=V, **fit_options)
-            run.params.pop("mask", None)  # the call's, not a setting of the method
+        except Exception as error:  # one method's failure is its row, not the end
+            run, found = failed_run(method, V, M, error), None
+        if found is not None:
+            record = {**found, "seed": seed}
         runs.append(run)
-        by_name[method] = run
+        if run.failure is None:
+            by_name[method] = run
     return runs, record
+
+
+def _run_one(
+    V,
+    M,
+    start,
+    method,
+    by_name,
+    *,
+    nmf_sc_params,
+    sparse_nmf_alpha,
+    fit_options,
+    method_params,
+    method_data,
+):
+    """One method's :class:`Run` from ``start`` and, for ``sklearn_cd_l1``, its
+    search record (else None); ``by_name``: the runs of this seed so far."""
+    record = None
+    if method == "sklearn_cd_l1":
+        constrained = next((by_name[m] for m in by_name if _constrained(m)), None)
+        factor, target = _l1_target(nmf_sc_params, constrained)
+        run, record = matched_l1(
+            V,
+            M,
+            start,
+            factor=factor,
+            target=target,
+            fit_options=fit_options,
+            plain=by_name.get("sklearn_cd"),
+        )
+    elif method in SKLEARN_METHODS:
+        run = run_sklearn(V, M, start, solver=method.split("_")[1], **fit_options)
+    else:
+        params = _params(method, nmf_sc_params, sparse_nmf_alpha)
+        params = {**params, **(method_params or {}).get(method, {})}
+        data = (method_data or {}).get(method, V)
+        run = run_method(method, data, M, start, params=params, scored=V, **fit_options)
+        run.params.pop("mask", None)  # the call's, not a setting of the method
+    return run, record
 
 
 def _l1_target(nmf_sc_params, nmf_sc_run):
@@ -311,8 +400,8 @@ def run_all(
         )
         for run in seed_runs:
             row = score_run(V, run, seed, **scoring)
-            if run.method == "sklearn_cd_l1":
-                row.update(matched=record["matched"], note=record["note"])
+            if run.method == "sklearn_cd_l1" and run.failure is None:
+                row.update(matched=record["matched"], note=row.get("note") or record["note"])
             rows.append(row)
             runs[(run.method, seed)] = run
         if record is not None:
