@@ -4,7 +4,10 @@ The last lines list every run that did not stop by its tolerance (its
 iteration cap, or its time guard: such a run is checkpointed, not cached, and
 the next invocation continues it).
 
-Exit status: 0 when done; 2 for missing or bad data or a bad command-line
+Exit status: 0 when done; 3 when a figure drew a run stopped by its time
+guard (a busy machine): that figure is written to ``<out>/unfinished/``, its
+files in ``<out>`` are left as they were, and the same command continues the
+run from its checkpoint; 2 for missing or bad data or a bad command-line
 value (one line on stderr, no traceback); 130 on Ctrl-C (one line): a run
 stopped there keeps its checkpoint, nothing unfinished is cached, and the same
 command resumes. Warnings (e.g. an unreadable cache entry, recomputed) are one
@@ -21,7 +24,12 @@ import warnings
 from nmfsc.datasets import DataError
 from reproduce import FIGURES
 from reproduce._harness import CacheWarning, Options
-from reproduce._invocation import forget_this_invocation, unconverged_lines
+from reproduce._invocation import (
+    UNFINISHED,
+    UNFINISHED_FOLDER,
+    forget_this_invocation,
+    unconverged_lines,
+)
 from reproduce._output import finish_pending
 from reproduce.compare import DATASETS
 from reproduce.robustness import DEFAULT_SEEDS
@@ -137,7 +145,8 @@ def main(argv=None):
 
 
 def run(args):
-    """Run the targets of the parsed command line; returns 0."""
+    """Run the targets of the parsed command line; returns 0, or 3 when a
+    figure drew a run stopped by its time guard (module docstring)."""
     targets = tuple(dict.fromkeys(args.targets))
     if "all" in targets:
         targets = FIGURES + tuple(t for t in targets if t in EXTRA)
@@ -171,6 +180,15 @@ def run(args):
         print("\n".join(f"  {line}" for line in unconverged))
     else:
         print("reproduce: every run stopped by its tolerance")
+    if UNFINISHED:
+        scratch = options.out_dir / UNFINISHED_FOLDER
+        print(
+            f"reproduce: unfinished: {len(UNFINISHED)} figure(s) drew runs stopped by their "
+            f"time guard, so they went to {scratch}/ and {options.out_dir}/ keeps its "
+            "files; run the same command again to continue those runs:"
+        )
+        print("\n".join(f"  {f}: {', '.join(runs)}" for f, runs in UNFINISHED.items()))
+        return 3
     return 0
 
 

@@ -1,19 +1,25 @@
 """The common main() of the figure scripts that run factorisations."""
 
 from reproduce._harness import figure_json, run_experiment
-from reproduce._invocation import close_suite, start_suite
+from reproduce._invocation import close_suite, note_drawn, start_suite
 from reproduce._output import write_figure_set
 from reproduce._panels import panel_figure, run_entry
 from reproduce.experiments import pick
 
 
 def run_all(experiments, options):
-    """Run (or load) every experiment, with a suite progress bar; name -> RunResult."""
+    """Run (or load) every experiment, with a suite progress bar; name -> RunResult.
+
+    The results are noted as drawn by the next figure written
+    (:func:`reproduce._invocation.note_drawn`)."""
     start_suite(len(experiments), options)
     try:
-        return {exp.name: run_experiment(exp, options) for exp in experiments}
+        results = {exp.name: run_experiment(exp, options) for exp in experiments}
     finally:
         close_suite()
+    for result in results.values():
+        note_drawn(result)  # the next figure written draws these
+    return results
 
 
 def figure_main(options, name, caption, panels, claims, *, runs=None, parameters=None):

@@ -10,6 +10,12 @@ key leaves ``max_time`` out). Each experiment runs at most once per
 invocation (:data:`RESULTS`), even with ``--force`` and when several figures
 share it; the end of every invocation lists the runs that did not stop by
 their tolerance (:func:`unconverged_lines`).
+
+A figure is drawn into its output folder only from final results: when a run
+it draws was stopped by its time guard, the figure's files go to the scratch
+folder ``<out>/unfinished/`` instead (:func:`take_guarded`), the files in
+``<out>`` stay as they were, and the invocation ends with exit status 3
+(:data:`UNFINISHED`): the same command continues the guarded runs.
 """
 
 from __future__ import annotations
@@ -22,12 +28,16 @@ import numpy as np
 __all__ = [
     "CONVERGED",
     "RESULTS",
+    "UNFINISHED",
+    "UNFINISHED_FOLDER",
     "checkpoint_seconds",
     "close_suite",
     "forget_this_invocation",
     "run_line",
     "start_suite",
+    "note_drawn",
     "suite_advance",
+    "take_guarded",
     "unconverged_lines",
 ]
 
@@ -38,11 +48,37 @@ CONVERGED = ("tol", "step_size")
 #: the cache) once per invocation, even with --force or in several figures.
 RESULTS: dict = {}
 
+#: The results requested since the last figure was written (the next figure's runs).
+_DRAWN: list = []
+
+#: Figures of this invocation written to :data:`UNFINISHED_FOLDER` instead of
+#: their output folder: name -> the runs of theirs stopped by the time guard.
+UNFINISHED: dict = {}
+
+#: The scratch folder, inside the output folder, of figures drawn from runs
+#: stopped by their time guard.
+UNFINISHED_FOLDER = "unfinished"
+
 
 def forget_this_invocation() -> None:
     """Start a new invocation: the next request of every experiment runs (or
     reads the cache) again."""
     RESULTS.clear()
+    _DRAWN.clear()
+    UNFINISHED.clear()
+
+
+def note_drawn(result) -> None:
+    """Record that the figure being made draws ``result`` (a RunResult)."""
+    _DRAWN.append(result)
+
+
+def take_guarded() -> list[str]:
+    """The experiments stopped by their time guard among the results requested
+    since the last call (the runs of the figure about to be written)."""
+    guarded = [r.stats["experiment"] for r in _DRAWN if r.stats["stop_reason"] == "max_time"]
+    _DRAWN.clear()
+    return list(dict.fromkeys(guarded))
 
 
 def unconverged_lines() -> list[str]:

@@ -19,6 +19,11 @@ a millisecond, but a kill between two of them leaves new files beside old ones
 on disk; the journal is then still there, and the next ``python -m reproduce``
 in that folder first completes every journal it finds
 (:func:`finish_pending`), so after any run a figure is all old or all new.
+
+A figure that draws a run stopped by its time guard (not a final result:
+:mod:`reproduce._invocation`) is written the same way into the scratch folder
+``<out_dir>/unfinished/``, never over the figure in ``out_dir``; a figure
+written in ``out_dir`` removes its unfinished copy.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import os
 from pathlib import Path
 
 from nmfsc.atomic import sync_folder, write_atomic
+from reproduce._invocation import UNFINISHED, UNFINISHED_FOLDER, take_guarded
 
 __all__ = ["finish_pending", "write_figure_set"]
 
@@ -36,13 +42,20 @@ FORMATS = ("png", "pdf")
 
 
 def write_figure_set(fig, out_dir, name: str, json_text: str) -> list[Path]:
-    """Replace ``<out_dir>/<name>.png``, ``.pdf`` and ``.json`` together (see above).
+    """Replace ``<out_dir>/<name>.png``, ``.pdf`` and ``.json`` together (see above);
+    in ``<out_dir>/unfinished/`` when a run the figure draws was stopped by its
+    time guard.
 
     Returns the paths of the set: PNG, PDF, JSON.
     """
     from nmfsc.plotting import save_figure
 
     out_dir = Path(out_dir)
+    scratch = out_dir / UNFINISHED_FOLDER
+    guarded = take_guarded()
+    if guarded:
+        UNFINISHED[name] = guarded
+        out_dir = scratch
     out_dir.mkdir(parents=True, exist_ok=True)
     stage = out_dir / f".{name}.new"
     staged_names = [f"{stage.name}.{fmt}" for fmt in (*FORMATS, "json")]
@@ -67,6 +80,9 @@ def write_figure_set(fig, out_dir, name: str, json_text: str) -> list[Path]:
         with contextlib.suppress(Exception):
             _complete(journal)
         raise
+    if not guarded:  # the final set is in place: its unfinished copy is stale
+        for target in targets:
+            (scratch / target).unlink(missing_ok=True)
     return [out_dir / target for target in targets]
 
 
@@ -78,7 +94,8 @@ def finish_pending(out_dir) -> list[str]:
     out_dir = Path(out_dir)
     if not out_dir.is_dir():
         return []
-    return [_complete(journal) for journal in sorted(out_dir.glob(".*.swap.json"))]
+    journals = [*out_dir.glob(".*.swap.json"), *(out_dir / UNFINISHED_FOLDER).glob(".*.swap.json")]
+    return [_complete(journal) for journal in sorted(journals)]
 
 
 def _complete(journal: Path) -> str:

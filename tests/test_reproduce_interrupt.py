@@ -183,8 +183,10 @@ def stand_in_for_nmf_sc():
 def test_a_time_guard_that_fires_is_checkpointed_and_the_next_run_completes_it(
     tmp_path, tiny, stand_in_for_nmf_sc, capsys
 ):
-    """The guard's stop is never a cached result: the next invocation continues
-    the checkpoint (with a fresh guard) to the run a guard never touched."""
+    """The guard's stop is never a cached result, nor drawn over the figure in
+    the output folder (it goes to unfinished/, exit status 3): the next
+    invocation continues the checkpoint (with a fresh guard) to the run a guard
+    never touched, and writes the figure."""
     tiny(max_iter=300)
     solver, resumed = nmfsc.nmf_sc, []
 
@@ -194,17 +196,26 @@ def test_a_time_guard_that_fires_is_checkpointed_and_the_next_run_completes_it(
 
     stand_in_for_nmf_sc(slow)
     out = tmp_path / "out"
-    assert run(out, "--max-time", "0.1") == 0
+    out.mkdir()
+    for name in SET:  # the committed figure, which a guarded run must not replace
+        (out / name).write_text("committed")
+    assert run(out, "--max-time", "0.1") == 3  # unfinished work
     printed = capsys.readouterr().out
     assert "1 run(s) did not stop by their tolerance" in printed
     assert "tiny: stopped by max_time" in printed and "the next run continues it" in printed
+    assert "unfinished: 1 figure(s) drew runs stopped by their time guard" in printed
+    assert "  fig5: tiny" in printed
     assert cache_files(out, ".json") == []  # not cached as final
     assert len(cache_files(out, ".checkpoint.npz")) == 1
-    guarded = json.loads((out / "fig5.json").read_text())["experiments"]["tiny"]
+    assert all((out / name).read_text() == "committed" for name in SET)
+    scratch = out / "unfinished"
+    guarded = json.loads((scratch / "fig5.json").read_text())["experiments"]["tiny"]
     assert guarded["stop_reason"] == "max_time" and 0 < guarded["n_iter"] < 300
 
     assert run(out) == 0  # the default guard (600 s): completes it
     assert resumed == [False, True]
+    assert json.loads((out / "fig5.json").read_text())["experiments"]["tiny"]["n_iter"] == 300
+    assert not any((scratch / name).exists() for name in SET)  # its stale copy is gone
     W, H, stats = entry(out)
     assert stats["n_iter"] == 300 and stats["stop_reason"] == "max_iter"
     assert cache_files(out, ".checkpoint.npz") == []
