@@ -12,6 +12,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import tempfile
 import time
@@ -22,13 +23,16 @@ from pathlib import Path
 import numpy as np
 
 from nmfsc._missing_values import observed_entries
-from nmfsc.atomic import atomic_writer, replaced_set
-from nmfsc.readers import available_memory, check_n_components, read_matrix
+from nmfsc.atomic import SetJournalError, atomic_writer, check_set, replaced_set
+from nmfsc.readers import check_n_components, describe_available, memory_limit, read_matrix
 
 __all__ = [
     "CommandError",
     "DEFAULT_COMPONENTS",
+    "check_compare_out",
+    "COMPARE_FILES",
     "check_factor_memory",
+    "check_not_input",
     "check_writable",
     "fit_record",
     "known_methods",
@@ -111,6 +115,8 @@ def run_compare(args):
     if not hasattr(nmfsc, "compare"):
         raise CommandError("this nmfsc has no nmfsc.compare; update nmfsc", status=1)
     methods = _methods(args.methods)
+    if args.out is not None:
+        check_not_input(args.out, args.data, folder=True)
     missing = np.nan if args.missing_values == "nan" else None
     V, image_shape, name = read_matrix(
         args.data, key=args.key, samples_as_rows=args.samples_as_rows, missing_values=missing
@@ -130,10 +136,14 @@ def run_compare(args):
         "holdout": args.holdout,
         "holdout_seed": args.holdout_seed,
         "missing_values": missing,
+        "sparse_zeros": args.sparse_zeros,
     }
     options = {key: value for key, value in options.items() if value is not None}
     out = args.out if args.out is not None else Path("nmfsc-compare") / _folder_name(name)
+    if args.out is None:  # the default: known once the data is read
+        check_not_input(out, args.data, folder=True, label=f"the default --out {out}")
     check_writable(out, folder=True)
+    check_compare_out(out)
     try:
         comparison = nmfsc.compare(V, K, progress=not args.no_progress, name=name, **options)
     except (ValueError, TypeError, ImportError) as error:  # ImportError: scikit-learn missing
@@ -149,15 +159,52 @@ def run_compare(args):
     return 0
 
 
+def check_compare_out(out):
+    """Make ``out`` ready for :func:`save_compare` before any fitting
+    (:func:`nmfsc.atomic.check_set`): a replacement of its reports that a
+    killed run left cut short is completed, a damaged journal refused.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The folder of ``nmfsc compare --out``.
+
+    Raises
+    ------
+    CommandError
+        ``<out>/.nmfsc-set.swap.json is damaged (...)`` with what to do, status
+        2; ``cannot write ...``, status 1, when completing the replacement fails.
+    """
+
+    def check():
+        try:
+            check_set(out)
+        except SetJournalError as error:
+            raise CommandError(
+                f"{error.journal} is damaged ({error.reason}), so the reports in {out} may mix "
+                f"two runs; delete {error.journal.name} and the reports and figures in {out}, "
+                f"or choose another --out"
+            ) from error
+
+    _write(check, out)
+
+
 def save_compare(comparison, out):
     """Write the comparison's reports and figures into ``out`` as one set
-    (:func:`nmfsc.atomic.replaced_set`): a kill, a full disk or a concurrent
-    run on the same folder leaves the old set or a new one, never a mix.
+    (:func:`nmfsc.atomic.replaced_set`): a full disk or a concurrent run on the
+    same folder leaves the old set or a new one, and so does a kill where the
+    file system has symbolic links (elsewhere a kill can leave a mix that the
+    next write completes).
 
     Returns
     -------
     paths : list of pathlib.Path
         The files of the new set, in ``out``.
+
+    Raises
+    ------
+    nmfsc.atomic.SetJournalError
+        ``out`` holds a damaged journal; raised before ``comparison`` is saved.
     """
     with replaced_set(out) as staging:
         names = [Path(path).name for path in comparison.save(staging)]
@@ -178,10 +225,14 @@ def run_fit(args):
         0.
     """
     from nmfsc import CheckpointMismatchError, ConvergenceWarning, nmf_sc
+    from nmfsc.solvers.checkpoint import CheckpointReadError
 
     out = args.out
     if out.suffix.lower() != ".npz":
         raise CommandError(f"--out must name an .npz file, got {str(out)!r}")
+    check_not_input(out, args.data)
+    checkpoint = fit_checkpoint(out)
+    check_not_input(checkpoint, args.data, label=f"the checkpoint of --out {out}, {checkpoint},")
     check_writable(out)
     _write(lambda: out.parent.mkdir(parents=True, exist_ok=True), out)
     missing = np.nan if args.missing_values == "nan" else None
@@ -201,7 +252,6 @@ def run_fit(args):
             data_on_device = to_gpu(V)
         except (ImportError, RuntimeError) as error:
             raise CommandError(f"--device gpu: {error}") from None
-    checkpoint = fit_checkpoint(out)
     options = {
         "sparseness_w": args.sparseness_w,
         "sparseness_h": args.sparseness_h,
@@ -226,6 +276,11 @@ def run_fit(args):
             except CheckpointMismatchError:
                 _say(f"{checkpoint} holds a run with other options or data: starting afresh")
                 result = nmf_sc(data_on_device, args.n_components, resume=False, **options)
+    except CheckpointReadError as error:  # its message advises resume=False, for Python
+        raise CommandError(
+            f"checkpoint {error.path} {error.problem}; delete it (or move it away) and run "
+            "the command again to start afresh"
+        ) from error
     except (ValueError, TypeError) as error:
         raise CommandError(f"{args.data}: {error}") from error
     except OSError as error:  # the checkpoint could not be saved (a full disk)
@@ -269,15 +324,17 @@ def check_factor_memory(V, n_components, *, source):
     Raises
     ------
     CommandError
-        Naming the shape, the memory needed and the memory available.
+        Naming the shape, the memory needed and the memory available
+        (:func:`nmfsc.readers.memory_limit`: the process's and its control
+        group's limits count, and the message names the one that binds).
     """
     N, T = V.shape
     needed = 2 * (N + T) * n_components * 8
-    available = available_memory()
+    available, limit = memory_limit()
     if available is not None and needed > available:
         raise CommandError(
             f"{source}: V is {N} x {T}; W and H of {n_components} components need about "
-            f"{needed / 2**30:.3g} GiB of memory, and {available / 2**30:.3g} GiB is available"
+            f"{needed / 2**30:.3g} GiB of memory, and {describe_available(available, limit)}"
         )
 
 
@@ -296,13 +353,104 @@ def fit_checkpoint(out):
     return out.with_name(f"{out.stem}.checkpoint.npz")
 
 
+#: The files ``nmfsc compare`` writes into its ``--out`` folder (its reports and
+#: figures; the set's own bookkeeping files start with ``.nmfsc-``).
+COMPARE_FILES = frozenset(
+    {"report.md", "report.json", "report.csv"}
+    | {
+        f"{figure}.{ext}"
+        for figure in ("bases", "error_vs_time", "error_vs_iteration", "sparseness")
+        for ext in ("png", "pdf")
+    }
+)
+
+
+def check_not_input(out, data, *, folder=False, label=None):
+    """Refuse, before the data is read, an output that would write into the data.
+
+    ``out`` must not be the data (the same file by any path: through a
+    symbolic link, or a hard link to it) nor lie inside the data's folder (an
+    image folder, whose own files or subfolders nmfsc never writes). With
+    ``folder=True`` (``nmfsc compare``'s ``--out``, a folder of reports), the
+    data may lie in ``out``, but not as a file that compare writes there
+    (:data:`COMPARE_FILES`, or a name starting with ``.nmfsc-``). Paths are
+    compared after resolving links, and by device and inode where they exist
+    (bind mounts and case-insensitive file systems included).
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The file (``folder=False``) or folder (``folder=True``) to be written.
+    data : pathlib.Path
+        The data file or image folder to be read. When it does not exist, the
+        reader names the problem and nothing is checked here.
+    folder : bool, default False
+    label : str or None
+        How the message names ``out``; default ``"--out <out>"``.
+
+    Raises
+    ------
+    CommandError
+        One line naming both, status 2.
+    """
+    out, data = Path(out), Path(data)
+    label = label or f"--out {out}"
+    try:
+        data_stat = os.stat(data)
+    except OSError:
+        return
+    data_is_folder = stat.S_ISDIR(data_stat.st_mode)
+    kind = "folder" if data_is_folder else "file"
+    advice = "nmfsc writes nothing into the data it reads"
+    target = _resolved(out)
+    for place in (target, *target.parents):
+        if place != target and not data_is_folder:
+            break  # a file cannot hold out (check_writable says so)
+        try:
+            same = os.path.samestat(os.stat(place), data_stat)
+        except OSError:
+            continue
+        if same and place == target:
+            alias = "" if target == _resolved(data) else " (the same file under another name)"
+            raise CommandError(
+                f"{label} is the data {kind} {data}{alias}; {advice}: choose another --out"
+            )
+        if same:
+            raise CommandError(
+                f"{label} is inside the data folder {data}; {advice}: choose an --out outside it"
+            )
+    if folder:
+        source = _resolved(data)
+        name = source.name.lower()
+        if name in COMPARE_FILES or name.startswith(".nmfsc-"):
+            try:
+                holds = os.path.samestat(os.stat(target), os.stat(source.parent))
+            except OSError:
+                holds = False
+            if holds:
+                raise CommandError(
+                    f"{label} holds the data {kind} {data}, and compare writes its "
+                    f"{source.name} there; choose another --out, or move the data"
+                )
+
+
+def _resolved(path):
+    """``path`` absolute, with its links resolved as far as it exists."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):  # a loop of links
+        return Path(os.path.abspath(path))
+
+
 def check_writable(out, *, folder=False):
     """Refuse, before any work, an ``--out`` that cannot be written.
 
     The nearest existing folder on the way to ``out`` must be a writable
     folder (a file in the way, a read-only folder or a missing permission
     fail here, not after the run); where ``out``'s folder exists, a
-    temporary file is made and removed in it.
+    temporary file is made and removed in it. A broken symbolic link at
+    ``out`` or on the way to it is refused: nmfsc neither writes through it
+    nor replaces it.
 
     Parameters
     ----------
@@ -313,9 +461,18 @@ def check_writable(out, *, folder=False):
     Raises
     ------
     CommandError
-        ``cannot write <out>: <why>``, status 1.
+        ``--out <out> ...: <link> is a broken symbolic link (to <target>);
+        remove the link or choose another --out``, status 2; ``cannot write
+        <out>: <why>``, status 1.
     """
     out = Path(out)
+    for place in (out, *out.parents):
+        if place.is_symlink() and not place.exists():  # a link to nowhere (or a loop)
+            where = "is" if place == out else f"cannot be written: {place} is"
+            raise CommandError(
+                f"--out {out} {where} a broken symbolic link (to {os.readlink(place)}); "
+                "remove the link or choose another --out"
+            )
     if not folder and out.is_dir():
         raise CommandError(f"cannot write {out}: it is a folder", status=1)
     if folder and out.exists() and not out.is_dir():

@@ -149,6 +149,8 @@ def check_input(estimator: Any, X: Any, *, reset: bool, allow_nan: bool = False)
             )
         except ValueError as error:
             _name_missing_values(name, X, error)
+            if allow_nan:
+                _name_infinity(name, X, error)
             raise
         check_non_negative(X, f"{name} (input X)")
         return X
@@ -199,6 +201,21 @@ def _name_missing_values(name: str, X: Any, error: ValueError) -> None:
     raise ValueError(
         f"Input X contains NaN ({count} entries); {name} fits missing entries with "
         f"missing_values=np.nan: {name}(..., missing_values=np.nan)"
+    ) from error
+
+
+def _name_infinity(name: str, X: Any, error: ValueError) -> None:
+    """Where scikit-learn refused X for its infinity with NaN allowed
+    (``missing_values=np.nan``), a ValueError saying that infinity is not a
+    missing value; any other refusal is left as it is."""
+    if "contains infinity" not in str(error):
+        return
+    values = X.data if hasattr(X, "nnz") else np.asarray(X, dtype=np.float64)
+    count = int(np.isinf(values).sum())
+    raise ValueError(
+        f"Input X contains infinity ({count} {'entry' if count == 1 else 'entries'}); "
+        f"{name} takes NaN as missing here, but infinity is not a missing value: replace "
+        "or drop the infinite entries"
     ) from error
 
 

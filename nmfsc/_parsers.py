@@ -50,12 +50,15 @@ def read_delimited(path, delimiter, empty_as_nan=False):
     ------
     DataFileError
         For a file that is not UTF-8, holds no numbers, has rows of different
-        lengths or an empty or non-numeric cell.
+        lengths or a non-numeric cell, and, without ``empty_as_nan``, for an
+        empty cell or a row of empty cells.
 
     Notes
     -----
-    The first non-blank row is a header when none of its cells is a number.
-    Blank lines are skipped.
+    The first non-blank row is a header when none of its cells is a number
+    (and some cell is not empty). Blank lines -- nothing but whitespace, no
+    delimiter -- are skipped; a row of empty cells (``,,``) is data: a row of
+    NaN with ``empty_as_nan``, else refused.
     """
     rows, lines = _rows(path, delimiter)
     header = _is_header(rows[0])
@@ -66,6 +69,12 @@ def read_delimited(path, delimiter, empty_as_nan=False):
     width = len(rows[0])
     V = np.empty((len(rows), width))
     for i, row in enumerate(rows):
+        if not empty_as_nan and not any(cell.strip() for cell in row):
+            raise DataFileError(
+                f"{path}: row {lines[i]} holds only empty cells; delete the line if it is "
+                "not data, or read empty cells as missing values (--missing-values nan; "
+                "missing_values=np.nan in Python)"
+            )
         if len(row) != width:
             raise DataFileError(
                 f"{path}: row {lines[i]} has {_cells(len(row))} but row {lines[0]} has "
@@ -75,7 +84,12 @@ def read_delimited(path, delimiter, empty_as_nan=False):
             V[i] = [_number(cell) if cell.strip() or not empty_as_nan else np.nan for cell in row]
         except ValueError:
             _raise_bad_cell(
-                path, row, lines[i], first_row=i == 0 and not header, delimiter=delimiter
+                path,
+                row,
+                lines[i],
+                first_row=i == 0 and not header,
+                delimiter=delimiter,
+                empty_as_nan=empty_as_nan,
             )
     line_of = np.asarray(lines)
     return V, lambda i, j: f"row {line_of[i]}, column {j + 1}"
@@ -86,13 +100,26 @@ def _cells(n):
 
 
 def _rows(path, delimiter):
-    """The non-blank rows of the file and their line numbers (from 1)."""
+    """The non-blank rows of the file and their line numbers (from 1).
+
+    A blank line holds nothing but whitespace and no delimiter; a row of empty
+    cells (``,,`` in a .csv, tabs alone in a .tsv) is not blank: it is kept.
+    """
+    last = [""]  # the last physical line the reader took: where its row ended
+
+    def physical_lines(handle):
+        for line in handle:
+            last[0] = line
+            yield line
+
     try:
         with open(path, encoding="utf-8-sig", newline="") as handle:
-            reader = csv.reader(handle, delimiter=delimiter)
+            reader = csv.reader(physical_lines(handle), delimiter=delimiter)
             rows, lines = [], []
             for row in reader:
-                if any(cell.strip() for cell in row):
+                # A row that ends on a blank line is that line alone (a quoted
+                # cell ends on the line with its closing quote).
+                if last[0].strip() or delimiter in last[0]:
                     rows.append(row)
                     lines.append(reader.line_num)
     except UnicodeDecodeError as error:
@@ -123,7 +150,8 @@ def _is_number(cell):
 
 
 def _is_header(row):
-    return not any(_is_number(cell) for cell in row)
+    """No cell is a number, and some cell is not empty (a row of empty cells is data)."""
+    return any(cell.strip() for cell in row) and not any(_is_number(cell) for cell in row)
 
 
 #: The other delimiter and the file suffix that goes with it, by delimiter.
@@ -132,9 +160,11 @@ _OTHER_DELIMITER = {",": ("\t", "tab", ".tsv"), "\t": (",", "comma", ".csv")}
 _QUOTED_CELL = 40
 
 
-def _raise_bad_cell(path, row, line, first_row, delimiter=","):
+def _raise_bad_cell(path, row, line, first_row, delimiter=",", empty_as_nan=False):
+    """Raise the DataFileError for the first cell of ``row`` that is not a number
+    (an empty one counts only without ``empty_as_nan``: it is then a missing value)."""
     for j, cell in enumerate(row):
-        if not _is_number(cell):
+        if not _is_number(cell) and (cell.strip() or not empty_as_nan):
             text = cell.strip()
             if len(text) > _QUOTED_CELL:
                 text = f"{text[:_QUOTED_CELL]}... ({len(text)} characters)"

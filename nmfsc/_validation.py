@@ -116,18 +116,34 @@ def _stored_position(V, k):
     return f"row {row}, column {col}"
 
 
-def _check_values(values, where, what):
+#: What to do about NaN in V, where the caller has not said which entries are missing.
+NAN_ADVICE = (
+    "for missing entries, pass mask= to nmf_sc or nmf_euclidean, missing_values=np.nan "
+    "to compare or SparseNMF"
+)
+
+
+def _check_values(values, where, what, nan_advice=NAN_ADVICE):
     """NaN, infinity and negative values of ``values`` (the entries of a dense
     V, or the stored values of a sparse one): a ValueError that counts them and
-    names the first. ``where(k)`` describes the position of flat index k."""
+    names the first. ``where(k)`` describes the position of flat index k.
+    ``nan_advice`` says what to do about NaN; infinity is never a missing
+    value, so its advice is always to replace or drop it."""
     lo, hi = values.min(), values.max()  # NaN propagates; no temporaries
     if not (np.isfinite(lo) and np.isfinite(hi)):
         bad = ~np.isfinite(values)
-        first = int(np.argmax(bad))
+        first, count = int(np.argmax(bad)), int(bad.sum())
+        infinite = np.isinf(values)
+        n_infinite = int(infinite.sum())
+        advice = [nan_advice] if n_infinite < count else []
+        if n_infinite:
+            inf_advice = "infinity is not a missing value: replace or drop the infinite entries"
+            if n_infinite < count:  # NaN too: where the first infinity is
+                inf_advice += f" ({n_infinite}, the first at {where(int(np.argmax(infinite)))})"
+            advice.append(inf_advice)
         raise ValueError(
-            f"V contains NaN or infinity ({int(bad.sum())} non-finite {what}, the first "
-            f"at {where(first)}); NMF needs finite V (for missing entries, pass mask= to "
-            "nmf_sc or nmf_euclidean, missing_values=np.nan to compare or SparseNMF)"
+            f"V contains NaN or infinity ({count} non-finite {what}, the first "
+            f"at {where(first)}); NMF needs finite V ({'; '.join(advice)})"
         )
     if lo < 0:
         negative = values < 0
@@ -139,7 +155,7 @@ def _check_values(values, where, what):
     return float(hi)
 
 
-def _check_sparse_data(V):
+def _check_sparse_data(V, nan_advice):
     if V.ndim != 2:
         raise ValueError(f"V must be 2-D, got a sparse array with ndim={V.ndim}")
     if V.format not in ("csr", "csc"):
@@ -155,11 +171,11 @@ def _check_sparse_data(V):
         V.sum_duplicates()
     scale = 0.0
     if V.nnz:
-        scale = _check_values(V.data, lambda k: _stored_position(V, k), "stored values")
+        scale = _check_values(V.data, lambda k: _stored_position(V, k), "stored values", nan_advice)
     return V, scale
 
 
-def _check_dense_data(V):
+def _check_dense_data(V, nan_advice):
     arr = np.asanyarray(V)  # keeps a np.memmap as it is
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.floating)
@@ -175,10 +191,10 @@ def _check_dense_data(V):
         arr = np.asarray(arr, dtype=np.float64)
     elif type(arr) not in (np.ndarray, np.memmap):
         arr = np.asarray(arr)
-    return arr, _check_values(arr, lambda k: _first_position(k, arr.shape), "entries")
+    return arr, _check_values(arr, lambda k: _first_position(k, arr.shape), "entries", nan_advice)
 
 
-def check_data(V):
+def check_data(V, nan_advice=NAN_ADVICE):
     """``V`` checked, and max(V): the data of every solver.
 
     Dense V stays float64 or float32 (other real dtypes become float64), and
@@ -188,12 +204,15 @@ def check_data(V):
     ValueError, counting the offenders and naming the first position, for
     negative, NaN or infinite values, a V that is not 2-D, empty or all zeros.
     Rows and columns of zeros are allowed; a masked array is refused.
+    ``nan_advice`` is what the message for NaN advises (by default: how to
+    mark missing entries); for infinity it advises replacing or dropping the
+    infinite entries, which are never missing values.
     """
     reject_masked(V, "V")
     if hasattr(V, "nnz") and hasattr(V, "tocsr"):
-        V, scale = _check_sparse_data(V)
+        V, scale = _check_sparse_data(V, nan_advice)
     else:
-        V, scale = _check_dense_data(V)
+        V, scale = _check_dense_data(V, nan_advice)
     if scale == 0.0:
         raise ValueError(f"V is all zeros (shape {V.shape}); there is nothing to factorize")
     return V, scale

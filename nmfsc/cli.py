@@ -210,9 +210,17 @@ def _add_compare(commands):
         help="hide a fraction F of the observed entries (the same for every method, drawn "
         "with --holdout-seed), fit every method to the rest and report its error on them: "
         "nmf_sc, nmf_sc_accelerated and nmf_euclidean fit the rest only, the other methods "
-        "the data with the hidden entries filled by their row's mean; for a sparse .mtx "
-        "file the stored "
-        "entries are the observed ones (default: none)",
+        "the data with the hidden entries filled by their row's mean; the report ranks "
+        "them against predicting zero and predicting each row's mean (default: none)",
+    )
+    parser.add_argument(
+        "--sparse-zeros",
+        choices=("observed", "missing"),
+        help="with --holdout or --missing-values on a sparse .mtx or .npz file: 'observed' "
+        "(its zeros are data, as in counts or TF-IDF: they are hidden and fitted like any "
+        "entry, on the matrix's dense copy) or 'missing' (only the stored entries are "
+        "observed, as in ratings; the matrix stays sparse) (default: "
+        f"{_default(compare, 'sparse_zeros')})",
     )
     parser.add_argument(
         "--holdout-seed",
@@ -237,7 +245,8 @@ def _add_compare(commands):
         "--out",
         type=Path,
         metavar="DIR",
-        help="folder for the reports and figures (default: ./nmfsc-compare/<data name>/)",
+        help="folder for the reports and figures, outside an image folder DATA "
+        "(default: ./nmfsc-compare/<data name>/)",
     )
     _add_flags(parser)
     parser.set_defaults(run=_commands.run_compare)
@@ -298,7 +307,7 @@ def _add_fit(commands):
         type=Path,
         required=True,
         metavar="FILE.npz",
-        help="the .npz file to write (replaced atomically if it exists)",
+        help="the .npz file to write (replaced atomically if it exists; not the data file)",
     )
     _add_flags(parser)
     parser.set_defaults(run=_commands.run_fit)

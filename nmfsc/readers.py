@@ -66,9 +66,10 @@ def read_matrix(
         The file holds one sample per row (scikit-learn's orientation): V is
         its transpose. Not allowed for an image folder (an image is a column).
     missing_values : None or np.nan, default None
-        np.nan: NaN entries, and empty cells of a .csv or .tsv file, are
-        missing values, returned as NaN (for ``mask=~np.isnan(V)``,
-        ``SparseNMF(missing_values=np.nan)`` or ``compare(missing_values=np.nan)``).
+        np.nan: NaN entries, and empty cells of a .csv or .tsv file (a row of
+        them included), are missing values, returned as NaN (for
+        ``mask=~np.isnan(V)``, ``SparseNMF(missing_values=np.nan)`` or
+        ``compare(missing_values=np.nan)``); infinity is not, and is an error.
         None: they are errors.
 
     Returns
@@ -91,7 +92,8 @@ def read_matrix(
     DataFileError
         With a one-line message: a missing or unreadable file, an unsupported
         suffix, an unknown ``key``, a non-numeric cell (row and column counted
-        from 1, header included), images of different sizes, an array that is
+        from 1, header included), an empty cell or a row of empty cells
+        (unless ``missing_values``), images of different sizes, an array that is
         not 2-D or not real, NaN or infinite entries, negative entries (how
         many and where the first is) or an all-zero matrix.
 
@@ -117,7 +119,7 @@ def read_matrix(
         _check_values(V, path, where)
         return V, image_shape, path.resolve().name
     missing = check_missing_values(missing_values)
-    V, where = _read_file(path, key, empty_as_nan=missing)
+    V, where = _read_file(path, key, empty_as_nan=missing, samples_as_rows=samples_as_rows)
     _check_values(V, path, where, allow_nan=missing)
     if samples_as_rows:
         V = V.T
@@ -162,7 +164,7 @@ def check_n_components(V: Any, n_components: int, *, source: str = "V") -> None:
         )
 
 
-def _read_file(path, key, empty_as_nan=False):
+def _read_file(path, key, empty_as_nan=False, samples_as_rows=False):
     """The matrix in a file (dense, or sparse as mmread gives it) and its position namer."""
     if not path.exists():
         raise DataFileError(f"cannot read {path}: no such file or folder")
@@ -178,7 +180,7 @@ def _read_file(path, key, empty_as_nan=False):
         raise DataFileError(f"{path} is not an .npz archive; a key selects an array only in .npz")
     try:
         _check_signature(path, suffix)
-        _check_declared_size(path, suffix, key)
+        _check_declared_size(path, suffix, key, samples_as_rows)
         if suffix == ".npy":
             return _as_matrix(np.load(path, allow_pickle=False), path), _index
         if suffix == ".npz":
@@ -205,12 +207,97 @@ def _read_file(path, key, empty_as_nan=False):
         raise DataFileError(f"cannot read {path} as {suffix}: {_one_line(error)}") from error
 
 
-def available_memory():
-    """Bytes of memory available to a new allocation: Linux's MemAvailable (free
-    memory plus what the OS can reclaim), else the physical memory; None when
-    neither can be read."""
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation of this process.
+
+    The least of the limits :func:`memory_limit` reads: the machine's free
+    memory, the process's address-space and data limits and its control
+    group's memory limit, each less what is already in use.
+
+    Returns
+    -------
+    available : int or None
+        None when no limit can be read.
+    """
+    return memory_limit()[0]
+
+
+def memory_limit() -> tuple[int | None, str]:
+    """The memory available to a new allocation of this process, and what limits it.
+
+    Each limit that can be read counts, less what the process (or its group)
+    already uses; the least one wins:
+
+    - ``"MemAvailable"``: Linux's MemAvailable (free memory plus what the OS
+      can reclaim), else the physical memory;
+    - ``"RLIMIT_AS"`` and ``"RLIMIT_DATA"``: the soft address-space and data
+      limits (``ulimit -v``, ``prlimit --as``; ``ulimit -d``) less the
+      process's ``VmSize`` and ``VmData`` (``/proc/self/status``; where that
+      cannot be read, the whole limit);
+    - ``"cgroup"``: the memory limit of the process's control group and of
+      each group above it (cgroup v2 ``memory.max`` less ``memory.current``;
+      v1 ``memory.limit_in_bytes`` less ``memory.usage_in_bytes``), the
+      inactive file cache counted as free, as the kernel reclaims it first.
+
+    Returns
+    -------
+    available : int or None
+        Bytes; None when no limit can be read.
+    source : str
+        The limit that gives ``available`` (one of the names above), or ""
+        when none can be read.
+    """
+    limits = {
+        "MemAvailable": _meminfo_available(),
+        **_rlimits_available(),
+        "cgroup": _cgroup_available(),
+    }
+    known = {source: max(value, 0) for source, value in limits.items() if value is not None}
+    if not known:
+        return None, ""
+    source = min(known, key=lambda name: known[name])
+    return known[source], source
+
+
+def describe_available(available: int, source: str) -> str:
+    """``"3.5 GiB is available"``, naming the limit when it is the process's own.
+
+    Parameters
+    ----------
+    available : int
+        Bytes, from :func:`memory_limit`.
+    source : str
+        The limit that gives them, from :func:`memory_limit`.
+
+    Returns
+    -------
+    text : str
+        For example ``"3.5 GiB is available under the process's address-space
+        limit (RLIMIT_AS, ulimit -v)"``; no limit is named for MemAvailable.
+    """
+    return f"{_gib(available)} is available{_LIMIT_NAMES.get(source, '')}"
+
+
+#: How a message names the limit that :func:`memory_limit` found the least.
+_LIMIT_NAMES = {
+    "RLIMIT_AS": " under the process's address-space limit (RLIMIT_AS, ulimit -v)",
+    "RLIMIT_DATA": " under the process's data limit (RLIMIT_DATA, ulimit -d)",
+    "cgroup": " under its control group's memory limit",
+}
+
+#: What :func:`memory_limit` reads (paths that the tests point elsewhere).
+_MEMINFO = "/proc/meminfo"
+_PROC_STATUS = "/proc/self/status"
+_PROC_CGROUP = "/proc/self/cgroup"
+_CGROUP_MOUNT = "/sys/fs/cgroup"
+#: A limit at or above this (cgroup v1's "no limit" is 2^63 less a page) is none.
+_NO_LIMIT = 2**62
+
+
+def _meminfo_available():
+    """Linux's MemAvailable, else the physical memory, else None."""
     try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
+        with open(_MEMINFO, encoding="ascii") as meminfo:
             for line in meminfo:
                 if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024
@@ -220,6 +307,98 @@ def available_memory():
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
         return None
+
+
+def _rlimits_available():
+    """{"RLIMIT_AS": bytes, "RLIMIT_DATA": bytes} left under the soft limits that are set."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return {}
+    used = _proc_status_bytes(("VmSize:", "VmData:"))
+    left = {}
+    for name, usage in (("RLIMIT_AS", "VmSize:"), ("RLIMIT_DATA", "VmData:")):
+        try:
+            soft, _ = resource.getrlimit(getattr(resource, name))
+        except (AttributeError, ValueError, OSError):
+            continue
+        if soft != resource.RLIM_INFINITY and 0 <= soft < _NO_LIMIT:
+            left[name] = soft - used.get(usage, 0)
+    return left
+
+
+def _proc_status_bytes(fields):
+    """{field: bytes} of the ``kB`` fields of /proc/self/status that can be read."""
+    found = {}
+    try:
+        with open(_PROC_STATUS, encoding="ascii", errors="replace") as status:
+            for line in status:
+                words = line.split()
+                if words and words[0] in fields:
+                    found[words[0]] = int(words[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return found
+
+
+def _cgroup_available():
+    """Bytes the process's memory control groups (v2 or v1) leave; None without a limit."""
+    try:
+        with open(_PROC_CGROUP, encoding="utf-8", errors="replace") as cgroup:
+            lines = cgroup.read().splitlines()
+    except OSError:
+        return None
+    mount = Path(_CGROUP_MOUNT)
+    rooms = []
+    for line in lines:
+        _, _, rest = line.partition(":")
+        controllers, _, group = rest.partition(":")
+        if controllers == "":  # cgroup v2: "0::/path"
+            root = mount if (mount / "cgroup.controllers").exists() else mount / "unified"
+            files = ("memory.max", "memory.current", "inactive_file")
+        elif "memory" in controllers.split(","):  # cgroup v1: "4:memory:/path"
+            root = mount / "memory"
+            files = ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
+        else:
+            continue
+        for folder in _cgroup_folders(root, group):
+            room = _cgroup_room(folder, *files)
+            if room is not None:
+                rooms.append(room)
+    return min(rooms) if rooms else None
+
+
+def _cgroup_folders(root, group):
+    """The folders of a control group and of the groups above it, up to ``root``.
+
+    Where the group's own folder is not there (a container that mounts its
+    group as the root), the root alone.
+    """
+    folder = root.joinpath(*[part for part in group.split("/") if part not in ("", ".", "..")])
+    if not folder.is_dir():
+        return [root]
+    return [folder, *[parent for parent in folder.parents if parent.is_relative_to(root)]]
+
+
+def _cgroup_room(folder, limit_file, usage_file, inactive_field):
+    """``limit - (usage - inactive file cache)`` of one control group; None without a limit."""
+    try:
+        limit_text = (folder / limit_file).read_text().strip()
+        if limit_text == "max" or int(limit_text) >= _NO_LIMIT:
+            return None
+        usage = int((folder / usage_file).read_text().strip())
+    except (OSError, ValueError):
+        return None
+    inactive = 0
+    try:
+        for line in (folder / "memory.stat").read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == inactive_field:
+                inactive = int(value)
+                break
+    except (OSError, ValueError):
+        pass
+    return int(limit_text) - max(usage - inactive, 0)
 
 
 def _gib(n_bytes):
@@ -235,11 +414,13 @@ def _npy_header(handle):
     return shape, dtype
 
 
-def _declared_bytes(path, suffix, key):
+def _declared_bytes(path, suffix, key, samples_as_rows=False):
     """(bytes that reading the file allocates at its peak, what it declares), from
     the headers only (.npy shape and dtype, .npz members' ones, .mtx size line):
     the array itself, its float64 copy and, for sparse data, the index arrays
-    and the compressed row pointers."""
+    and the compressed row pointers of V (one per row of V: per column of the
+    file with ``samples_as_rows``, whose CSR conversion of the transpose
+    allocates them)."""
     if suffix == ".npy":
         with open(path, "rb") as handle:
             shape, dtype = _npy_header(handle)
@@ -256,7 +437,7 @@ def _declared_bytes(path, suffix, key):
         if key is None and _SPARSE_NPZ_KEYS <= set(members):
             stored = sum(math.prod(sh) * dt.itemsize for sh, dt in members.values())
             nnz = math.prod(members["data"][0])
-            rows = _sparse_npz_rows(path)
+            rows = _sparse_npz_rows(path, samples_as_rows)
             return 3 * stored + nnz * 24 + (rows + 1) * 8, f"a sparse matrix with {nnz} entries"
         if key is None and len(members) == 1:
             key = next(iter(members))
@@ -270,17 +451,20 @@ def _declared_bytes(path, suffix, key):
         rows, cols, entries, layout, field, _ = scipy.io.mminfo(path)
         if layout == "array":
             return 2 * rows * cols * 8, f"a {rows} x {cols} dense matrix"
-        return entries * 24 * 3 + (rows + 1) * 8, (
+        pointers = (cols if samples_as_rows else rows) + 1
+        return entries * 24 * 3 + pointers * 8, (
             f"a {rows} x {cols} sparse matrix with {entries} entries"
         )
     return 0, ""
 
 
-def _sparse_npz_rows(path):
-    """The row count of a scipy.sparse.save_npz file (its small ``shape`` member)."""
+def _sparse_npz_rows(path, samples_as_rows=False):
+    """The row count of V from a scipy.sparse.save_npz file (its small ``shape``
+    member): the file's rows, or its columns with ``samples_as_rows``."""
     with np.load(path, allow_pickle=False) as archive:
         shape = archive["shape"]
-    return int(shape[0]) if shape.size else 0
+    axis = 1 if samples_as_rows else 0
+    return int(shape[axis]) if shape.size > axis else 0
 
 
 def _check_dtype(dtype, source):
@@ -288,15 +472,15 @@ def _check_dtype(dtype, source):
         raise DataFileError(f"{source} holds values of type {dtype}; nmfsc needs real numbers")
 
 
-def _check_declared_size(path, suffix, key):
+def _check_declared_size(path, suffix, key, samples_as_rows=False):
     """Refuse, before anything is allocated, a file whose declared size cannot fit
-    in the memory available (one line naming both)."""
-    needed, what = _declared_bytes(path, suffix, key)
-    available = available_memory()
+    in the memory available (:func:`memory_limit`; one line naming both)."""
+    needed, what = _declared_bytes(path, suffix, key, samples_as_rows)
+    available, source = memory_limit()
     if available is not None and needed > available:
         raise DataFileError(
             f"{path} declares {what}: reading it needs about {_gib(needed)} of memory, "
-            f"and {_gib(available)} is available"
+            f"and {describe_available(available, source)}"
         )
 
 
@@ -369,8 +553,13 @@ def _check_values(V, source, where, allow_nan=False):
         if np.isnan(values).all():
             raise DataFileError(f"{source}: every entry is missing (NaN or empty)")
         values = np.where(np.isnan(values), 0.0, values)
+    non_finite = (
+        ("infinite", "infinity is not a missing value: replace or drop the infinite entries")
+        if allow_nan  # NaN is missing there: only infinity is wrong
+        else ("NaN or infinity", "V must be finite")
+    )
     for bad, what, rule in (
-        (~np.isfinite(values), "NaN or infinity", "V must be finite"),
+        (~np.isfinite(values), *non_finite),
         (values < 0, "negative", "NMF needs V >= 0"),
     ):
         count = int(np.count_nonzero(bad))

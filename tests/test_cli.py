@@ -12,6 +12,7 @@ this nmfsc has it (branch ``cmplib``); the thin layer around it is tested now
 with a stand-in.
 """
 
+import functools
 import json
 import os
 import subprocess
@@ -474,24 +475,35 @@ def test_compare_passes_only_the_given_options(tmp_path, monkeypatch, capsys, fa
     assert captured.err == (
         "data.csv (9 x 12, features x samples), 4 components: wrote 1 file to nmfsc-compare/data\n"
     )
-    assert _files(tmp_path) == [
-        "data.csv",
-        "nmfsc-compare",
-        "nmfsc-compare/data",
-        "nmfsc-compare/data/.nmfsc-set.json",
-        "nmfsc-compare/data/.nmfsc-set.lock",
-        "nmfsc-compare/data/report.md",
-    ]
+    # the set's folder, named by one link that is switched (issue 42, point 5)
+    out = tmp_path / "nmfsc-compare" / "data"
+    current = os.readlink(out / ".nmfsc-set.current")
+    assert os.readlink(out / "report.md") == ".nmfsc-set.current/report.md"
+    assert (out / "report.md").read_text().startswith("| method | error |")
+    assert _files(tmp_path) == sorted(
+        [
+            "data.csv",
+            "nmfsc-compare",
+            "nmfsc-compare/data",
+            "nmfsc-compare/data/.nmfsc-set.current",
+            "nmfsc-compare/data/.nmfsc-set.lock",
+            f"nmfsc-compare/data/{current}",
+            f"nmfsc-compare/data/{current}/report.md",
+            "nmfsc-compare/data/report.md",
+        ]
+    )
 
 
 def test_compare_image_shape_and_default_components(tmp_path, capsys, fake_compare):
+    images = tmp_path / "images"  # --out may not lie inside it (issue 42, point 3)
+    images.mkdir()
     for k in range(3):
-        Image.fromarray(np.full((2, 3), 10 * k + 5, np.uint8)).save(tmp_path / f"{k}.png")
+        Image.fromarray(np.full((2, 3), 10 * k + 5, np.uint8)).save(images / f"{k}.png")
     assert (
         main(
             [
                 "compare",
-                str(tmp_path),
+                str(images),
                 "--out",
                 str(tmp_path / "o"),
                 "--methods",
@@ -628,3 +640,86 @@ def test_compare_on_an_mtx_file_end_to_end(tmp_path, forked):
     )
     for row, expected in zip(report["rows"], dense.rows, strict=True):
         assert row["relative_error"] == pytest.approx(expected["relative_error"], rel=1e-9)
+
+
+# --- issue 42: rows of empty cells, messages that mislead --------------------------
+
+
+def test_fit_keeps_a_row_of_empty_cells_as_missing_data(tmp_path, forked):
+    """Item 2: on 0.x the ``,,`` row was dropped (V 3 x 3 from 4 data rows), and
+    without --missing-values skipped with exit 0."""
+    (tmp_path / "r.csv").write_text("a,b,c\n1,2,3\n,,\n4,,6\n7,8,9\n")
+    argv = ["fit", "r.csv", "-k", 2, "--max-iter", 3, "--no-progress", "--out", "o.npz"]
+    done = forked([*argv, "--missing-values", "nan"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    with np.load(tmp_path / "o.npz", allow_pickle=False) as z:
+        assert z["W"].shape == (4, 2)
+        record = json.loads(str(z["record"]))
+    assert record["data"]["shape"] == [4, 3] and record["data"]["observed_entries"] == 8
+    (tmp_path / "o.npz").unlink()
+    done = forked(argv, tmp_path)
+    _one_line(done, "nmfsc fit", "r.csv: row 3 holds only empty cells; ")
+    assert "--missing-values nan" in done.stderr and not (tmp_path / "o.npz").exists()
+
+
+def test_fit_with_missing_values_calls_infinity_no_missing_value(tmp_path, forked):
+    """Item 8b: with --missing-values nan, NaN is allowed; an inf is the problem."""
+    (tmp_path / "inf.csv").write_text("1,2,3\n4,inf,6\n7,,9\n")
+    argv = ["fit", "inf.csv", "-k", 2, "--missing-values", "nan", "--out", "o.npz"]
+    done = forked(argv, tmp_path)
+    expected = "inf.csv: 1 entry is infinite; the first is inf at row 2, column 2"
+    _one_line(done, "nmfsc fit", expected)
+    assert "infinity is not a missing value" in done.stderr and "NaN" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "command, out",
+    [("fit", "o.npz"), ("fit", "gone/o.npz"), ("compare", "reports"), ("compare", "gone/sub")],
+)
+def test_a_broken_link_at_out_is_named_before_any_work(
+    tmp_path, monkeypatch, capsys, fake_compare, command, out
+):
+    """Item 8c: on 0.x, compare ran every fit, then failed with "File exists"
+    (status 1); fit replaced the link with a file, or failed with "File exists"
+    when the link was a folder on the way."""
+    data, _ = _data(tmp_path)
+    link = tmp_path / Path(out).parts[0]
+    link.symlink_to(tmp_path / "nowhere" / "target")
+    calls = []
+    real = nmfsc.nmf_sc
+    monkeypatch.setattr(nmfsc, "nmf_sc", functools.wraps(real)(lambda *a, **k: calls.append(1)))
+    argv = [command, str(data), "-k", "2", "--no-progress", "--out", str(tmp_path / out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    expected = (
+        f"{link} is a broken symbolic link (to {tmp_path / 'nowhere' / 'target'}); "
+        "remove the link or choose another --out\n"
+    )
+    assert err.startswith(f"nmfsc {command}: error: --out {tmp_path / out}")
+    assert err.endswith(expected)
+    assert calls == [] and fake_compare == [] and link.is_symlink()
+    assert not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "format-version"])
+def test_a_damaged_checkpoint_gets_the_command_lines_advice(tmp_path, capsys, damage):
+    """Item 8d: on 0.x the message advised resume=False, which nmfsc fit does not
+    have, after the data file's name, as if the data were at fault."""
+    data, V = _data(tmp_path)
+    checkpoint = tmp_path / "o.checkpoint.npz"
+    if damage == "garbage":
+        checkpoint.write_bytes(b"not an npz archive\n")
+    else:
+        with pytest.warns(nmfsc.ConvergenceWarning):
+            nmfsc.nmf_sc(V, 2, max_iter=2, checkpoint=checkpoint)
+        with np.load(checkpoint) as saved:
+            arrays = {key: saved[key] for key in saved.files}
+        np.savez(checkpoint, **{**arrays, "format_version": np.array(99)})
+    argv = ["fit", str(data), "-k", "2", "--max-iter", "3", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "o.npz")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "resume=False" not in err and "pickle" not in err
+    assert err.startswith(f"nmfsc fit: error: checkpoint {checkpoint} ")
+    assert err.endswith("; delete it (or move it away) and run the command again to start afresh\n")
+    assert checkpoint.exists() and not (tmp_path / "o.npz").exists()

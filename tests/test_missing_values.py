@@ -114,3 +114,49 @@ def test_bad_input_with_missing_values(holes, make, error, match):
 def test_missing_values_takes_only_nan(X):
     with pytest.raises(ValueError, match="missing_values must be None or np.nan"):
         model(missing_values=0).fit(X)
+
+
+# --- issue 42, item 8b: infinity is not a missing value --------------------------
+
+
+@pytest.mark.parametrize("call", ["compare", "nmf_sc", "nmf_euclidean", "SparseNMF", "no-option"])
+def test_infinity_is_no_missing_value_and_the_option_given_is_not_advised(holes, call):
+    """On 0.x, compare(missing_values=np.nan) and nmf_sc(mask=...) on data with an
+    inf advised that very option (missing_values=np.nan, mask=)."""
+    import nmfsc
+
+    V = holes.T.copy()  # features x samples
+    V[3, 5] = np.inf
+    mask = ~np.isnan(V)
+    given = {
+        "compare": "missing_values=np.nan",
+        "nmf_sc": "mask=",
+        "nmf_euclidean": "mask=",
+        "SparseNMF": "missing_values=np.nan",
+        "no-option": "mask=",
+    }[call]
+    with pytest.raises(ValueError) as caught:
+        if call == "compare":
+            nmfsc.compare(V, 2, sparseness_w=0.5, seeds=(0,), progress=False, missing_values=np.nan)
+        elif call in ("nmf_sc", "nmf_euclidean"):
+            getattr(nmfsc, call)(V, 2, mask=mask, max_iter=2)
+        elif call == "SparseNMF":
+            model(missing_values=np.nan).fit(V.T)
+        else:  # infinity alone, no option: nothing is missing, so nothing to advise for it
+            nmfsc.nmf_sc(np.where(mask, V, 1.0), 2, max_iter=2)
+    message = str(caught.value)
+    assert "infinity is not a missing value" in message, message
+    assert "replace or drop the infinite entries" in message and given not in message
+    if call != "SparseNMF":  # the one inf, where it is (compare: not spread by its fill)
+        assert "(1 non-finite entries, the first at row 3, column 5)" in message, message
+
+
+def test_nan_at_an_observed_entry_of_the_mask_is_named_so(holes):
+    """With mask= given, a NaN it marks observed needs the mask fixed, not 'pass mask='."""
+    import nmfsc
+
+    V = holes.T.copy()
+    with pytest.raises(ValueError) as caught:
+        nmfsc.nmf_sc(V, 2, mask=np.ones(V.shape, dtype=bool), max_iter=2)
+    message = str(caught.value)
+    assert "pass mask=" not in message and "NaN where mask is True" in message, message

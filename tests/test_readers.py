@@ -455,3 +455,44 @@ def test_a_comma_separated_tsv_gets_a_delimiter_hint(tmp_path):
     (tmp_path / "word.csv").write_text("1,2\n3,x\n")
     with pytest.raises(DataFileError, match=r"non-numeric cell 'x' at row 2, column 2$"):
         read_matrix(tmp_path / "word.csv")  # no hint when the delimiter is not the cause
+
+
+# --- issue 42: rows of empty cells, cells that are not numbers -------------------
+
+
+@pytest.mark.parametrize("suffix, sep", [(".csv", ","), (".tsv", "\t")])
+def test_a_row_of_empty_cells_is_missing_data_never_skipped(tmp_path, suffix, sep):
+    """Item 2: on 0.x a row of empty cells was dropped silently, so the rows of V
+    after it belonged to other lines of the file."""
+    lines = ["a,b,c", "1,2,3", ",,", "4,,6", "7,8,9"]
+    path = _write(tmp_path / f"r{suffix}", "\n".join(lines).replace(",", sep) + "\n")
+    V, _, _ = read_matrix(path, missing_values=np.nan)
+    expected = [[1, 2, 3], [np.nan] * 3, [4, np.nan, 6], [7, 8, 9]]
+    np.testing.assert_array_equal(V, expected)
+    assert _error(path).startswith(f"{path}: row 3 holds only empty cells; ")
+    # the first row too: a row of empty cells is no header
+    first = _write(tmp_path / f"f{suffix}", sep.join(["", ""]) + "\n1" + sep + "2\n3" + sep + "4\n")
+    assert read_matrix(first, missing_values=np.nan)[0].shape == (3, 2)
+    assert _error(first).startswith(f"{first}: row 1 holds only empty cells; ")
+
+
+def test_only_lines_of_nothing_but_whitespace_are_skipped(tmp_path):
+    path = _write(tmp_path / "b.csv", "1,2,0\n   \n\t\n\n4,0.5,6\n \r\n")
+    np.testing.assert_array_equal(read_matrix(path)[0], X)
+    # a blank line's number still counts: the bad cell is on line 5
+    bad = _write(tmp_path / "c.csv", "1,2\n \n\t\n\n3,abc\n")
+    assert _error(bad) == f"{bad}: non-numeric cell 'abc' at row 5, column 2"
+
+
+def test_a_non_numeric_cell_is_named_when_empty_cells_are_missing(tmp_path):
+    """Item 8a: on 0.x the empty cell before the x was reported instead."""
+    path = _write(tmp_path / "x.csv", "a,b\n,x\n1,2\n")
+    assert _error(path, missing_values=np.nan) == f"{path}: non-numeric cell 'x' at row 2, column 2"
+
+
+def test_infinity_with_missing_values_is_not_called_nan(tmp_path):
+    """Item 8b: with NaN allowed, infinity is the only non-finite value wrong."""
+    path = _write(tmp_path / "inf.csv", "1,2,3\n4,inf,6\n7,,9\n")
+    message = _error(path, missing_values=np.nan)
+    assert message.startswith(f"{path}: 1 entry is infinite; the first is inf at row 2, column 2")
+    assert "NaN" not in message and "infinity is not a missing value" in message

@@ -200,6 +200,23 @@ def test_damaged_checkpoint_is_refused(V, tmp_path):
         nmfsc.nmf_sc(V, M, checkpoint=path, resume=True)
 
 
+def test_a_file_that_is_no_archive_is_named_so_without_numpys_pickle_advice(V, tmp_path):
+    """Issue 42, item 8d: on 0.x the message quoted np.load's advice to load the
+    file as a pickle; the refusal carries its path and problem apart, for the
+    command line's own advice."""
+    from nmfsc.solvers.checkpoint import CheckpointReadError
+
+    path = tmp_path / "run.ckpt"
+    path.write_bytes(b"not a zip file")
+    with pytest.raises(CheckpointReadError) as caught:
+        nmfsc.nmf_sc(V, M, checkpoint=path, resume=True)
+    assert str(caught.value) == (
+        f"checkpoint {str(path)!r} cannot be read (ValueError: it is not an .npz archive); "
+        "delete it, or pass resume=False to start afresh"
+    )
+    assert caught.value.path == path and caught.value.problem.startswith("cannot be read (")
+
+
 def _rewrite(path, **replace):
     with np.load(path) as saved:
         arrays = {key: saved[key] for key in saved.files}

@@ -57,6 +57,12 @@ __all__ = ["MaskedDense", "MaskedStored", "open_masked"]
 #: A stored product of at least this many entries runs on all threads.
 PARALLEL_STORED = 1 << 16
 
+#: What to do about NaN at an entry that the mask marks observed.
+_OBSERVED_NAN = "NaN where mask is True: mark those entries missing, e.g. mask & ~np.isnan(V)"
+_STORED_NAN = (
+    "a stored NaN is an observed entry with mask='stored': leave the missing ones out of V"
+)
+
 
 def open_masked(V, mask):
     """``(data, scale)`` of V observed where ``mask`` says; every check of a
@@ -70,7 +76,7 @@ def open_masked(V, mask):
                 "mask='stored' needs a scipy.sparse V (its stored entries are the observed "
                 "ones); for a dense V pass a boolean array of V's shape"
             )
-        V, scale = check_data(V)
+        V, scale = check_data(V, nan_advice=_STORED_NAN)
         return MaskedStored(V, scale), scale
     if is_sparse(V):
         raise ValueError(
@@ -94,7 +100,7 @@ def open_masked(V, mask):
         values = values.astype(np.float64)
     observed = np.where(mask, values, 0) if numeric else values  # else: check_data's TypeError
     try:
-        observed, scale = check_data(observed)
+        observed, scale = check_data(observed, nan_advice=_OBSERVED_NAN)
     except ValueError as err:
         raise ValueError(f"{err} (checked at the observed entries only)") from None
     return MaskedDense(observed, mask, scale), scale

@@ -47,6 +47,7 @@ from nmfsc.atomic import atomic_writer
 
 __all__ = [
     "CheckpointMismatchError",
+    "CheckpointReadError",
     "check_checkpoint_path",
     "fingerprint",
     "load_checkpoint",
@@ -62,6 +63,28 @@ _AFRESH = "delete it, or pass resume=False to start afresh"
 
 class CheckpointMismatchError(ValueError):
     """The checkpoint was written for different data or solver settings."""
+
+
+class CheckpointReadError(ValueError):
+    """The checkpoint cannot be resumed from: unreadable, of another format
+    version, damaged or inconsistent.
+
+    Its message (``checkpoint '<path>' <problem>; <advice>``) advises the
+    Python caller (``resume=False``); ``path`` and ``problem`` let another
+    caller, such as the command line, give its own advice.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+        The checkpoint file.
+    problem : str
+        What is wrong, e.g. ``"is damaged: it has no 'iteration' entry"``.
+    """
+
+    def __init__(self, path, problem, advice=None):
+        super().__init__(f"checkpoint {str(path)!r} {problem}; {advice or _AFRESH}")
+        self.path = Path(path)
+        self.problem = problem
 
 
 def fingerprint(V):
@@ -153,9 +176,9 @@ def load_checkpoint(path, meta, layout, dtype=np.float64):
     for ``"W"``, ``(M, T)`` for ``"H"``, ``()`` for a step size; ``dtype`` is the
     run's factor dtype (float64, or float32 for float32 data).
 
-    Returns ``(state, iteration, objective, times)``. Raises ValueError naming
-    the file and the problem when it cannot be read, has another format
-    version, is inconsistent or fails its digest, and CheckpointMismatchError
+    Returns ``(state, iteration, objective, times)``. Raises CheckpointReadError
+    (a ValueError) naming the file and the problem when it cannot be read, has
+    another format version, is inconsistent or fails its digest, and CheckpointMismatchError
     (a ValueError) when it belongs to other data or settings.
     """
     path = Path(path)
@@ -188,24 +211,26 @@ def load_checkpoint(path, meta, layout, dtype=np.float64):
 
 
 def _refuse(path, problem):
-    raise ValueError(f"checkpoint {str(path)!r} {problem}; {_AFRESH}")
+    raise CheckpointReadError(path, problem)
 
 
 def _read(path):
-    """Every entry of the file, read (and CRC-checked) now; ValueError if unreadable."""
+    """Every entry of the file, read (and CRC-checked) now; CheckpointReadError if unreadable."""
     try:
         # The file is opened here, not by np.load, which leaks its own handle when
         # a file that starts like a zip archive is not one.
         with open(path, "rb") as handle:
+            if not handle.read(6).startswith((b"PK", b"\x93NUMPY")):
+                # else np.load takes it for a pickle, and its message advises loading it
+                raise ValueError("it is not an .npz archive")
+            handle.seek(0)
             saved = np.load(handle, allow_pickle=False)
             if not isinstance(saved, np.lib.npyio.NpzFile):
                 raise ValueError("it holds a single .npy array, not an .npz archive")
             with saved:
                 return {key: saved[key] for key in saved.files}
     except Exception as err:  # zip, npy header, CRC or OS errors: all mean "unreadable"
-        raise ValueError(
-            f"checkpoint {str(path)!r} cannot be read ({type(err).__name__}: {err}); {_AFRESH}"
-        ) from err
+        raise CheckpointReadError(path, f"cannot be read ({type(err).__name__}: {err})") from err
 
 
 def _check_header(path, arrays):
@@ -218,9 +243,10 @@ def _check_header(path, arrays):
         _refuse(path, "is damaged: its 'format_version' is not a number")
     if version != FORMAT_VERSION:
         old = " (an older nmfsc's, without an integrity digest)" if version == 1 else ""
-        raise ValueError(
-            f"checkpoint {str(path)!r} has format version {version}{old}, this nmfsc writes "
-            f"{FORMAT_VERSION}; pass resume=False to start afresh"
+        raise CheckpointReadError(
+            path,
+            f"has format version {version}{old}, this nmfsc writes {FORMAT_VERSION}",
+            "pass resume=False to start afresh",
         )
     _check_entries(path, arrays, _HEADER, "")
 
