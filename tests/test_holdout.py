@@ -2,6 +2,7 @@
 --missing-values (issue 34)."""
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -19,9 +20,9 @@ def low_rank():
     return rng.random((30, 4)) @ rng.random((4, 24))
 
 
-def run(V, **kw):
+def run(V, n_components=4, **kw):
     kw = {"sparseness_w": 0.2, "seeds": (0,), "max_iter": 300, "progress": False, **kw}
-    return nmfsc.compare(V, 4, **kw)
+    return nmfsc.compare(V, n_components, **kw)
 
 
 def test_holdout_hides_the_same_entries_for_every_method(low_rank):
@@ -190,7 +191,7 @@ def test_cli_bad_holdout(csv_with_holes, value, capsys):
     assert "--holdout" in capsys.readouterr().err
 
 
-# --- scipy.sparse V: the stored entries are the observed ones ----------------------
+# --- scipy.sparse V: sparse_zeros="missing", the stored entries are the observed ones
 SPARSE_METHODS = ["nmf_sc", "nmf_euclidean", "nmf_divergence"]
 if nmfsc.comparison._methods.sklearn_available():
     SPARSE_METHODS.append("sklearn_mu")
@@ -226,7 +227,7 @@ def test_sparse_holdout_is_the_dense_one_with_unstored_entries_missing():
     holes[holes == 0] = np.nan
     kw = {"methods": ["nmf_sc", "nmf_euclidean"], "holdout": 0.15, "max_iter": 100}
     dense = run(holes, missing_values=np.nan, **kw)
-    stored = run(S, **kw)
+    stored = run(S, sparse_zeros="missing", **kw)
     _same_rows(dense, stored, ["holdout_error"])
 
 
@@ -248,7 +249,8 @@ def test_sparse_holdout_hides_stored_entries_and_keeps_v_sparse(monkeypatch):
 
     run_method = _runner.run_method
     monkeypatch.setattr(_runner, "run_method", recording)
-    result = run(S, methods=["nmf_sc", "nmf_divergence"], holdout=0.1, max_iter=20)
+    kw = {"holdout": 0.1, "max_iter": 20, "sparse_zeros": "missing"}
+    result = run(S, methods=["nmf_sc", "nmf_divergence"], **kw)
     train = S.nnz - split.hidden.sum()
     assert fitted == [("nmf_sc", True, train, "stored"), ("nmf_divergence", True, S.nnz, None)]
     assert all(np.isfinite(row["holdout_error"]) for row in result.rows)
@@ -279,6 +281,8 @@ def test_cli_compare_with_holdout_on_a_sparse_mtx_file(tmp_path, capsys):
         "3",
         "--holdout",
         "0.1",
+        "--sparse-zeros",
+        "missing",
         "--sparseness-w",
         "0.3",
         "--methods",
@@ -298,3 +302,78 @@ def test_cli_compare_with_holdout_on_a_sparse_mtx_file(tmp_path, capsys):
     assert report["settings"]["holdout"] == 0.1
     assert [row["holdout_fit"] for row in report["rows"]] == ["masked", "row means"]
     assert all(row["holdout_error"] is not None for row in report["rows"])
+
+
+# --- text: a sparse V whose zeros are observed ---------------------------------------
+def _docstring_tfidf():
+    """TF-IDF (terms x documents) of the standard library's longer docstrings:
+    real text, offline, a few per cent of its entries stored."""
+    pytest.importorskip("sklearn")
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    docs = set()
+    with warnings.catch_warnings():  # getattr on typing's deprecated aliases warns
+        warnings.simplefilter("ignore", DeprecationWarning)
+        docs = _docstrings()
+    vectorizer = TfidfVectorizer(max_features=1000, stop_words="english", min_df=3)
+    return vectorizer.fit_transform(sorted(docs)).T.tocsr()
+
+
+def _docstrings():
+    import importlib
+    import inspect
+
+    docs = set()
+    for name in ("argparse", "collections", "datetime", "decimal", "functools", "itertools",
+                 "json", "logging", "os", "pathlib", "re", "shutil", "socket", "statistics",
+                 "string", "subprocess", "tarfile", "tempfile", "textwrap", "threading",
+                 "typing", "zipfile"):  # fmt: skip
+        module = importlib.import_module(name)
+        for attr in dir(module):
+            doc = inspect.getdoc(getattr(module, attr, None))
+            if doc and len(doc) > 200 and not attr.startswith("_"):
+                docs.add(doc)
+    return docs
+
+
+def test_held_out_text_ranks_against_trivial_predictions_and_fails_worse_than_zero():
+    """A TF-IDF matrix's zeros are data: hidden and fitted like any entry (the
+    default), the report ranks the methods against predicting zero and the row
+    means, and no run worse than predicting zero is called converged."""
+    V = _docstring_tfidf()
+    methods = ["nmf_sc", "nmf_sc_accelerated", "nmf_euclidean", "sklearn_cd"]
+    result = run(V, methods=methods, sparseness_w=0.9, holdout=0.2, n_components=10)
+    assert result.settings["sparse_zeros"] == "observed"
+    baselines = result.settings["holdout_baselines"]
+    assert baselines["zero_fill"] == 1.0 and 0 < baselines["row_mean_fill"] < 1
+    for row in result.rows:
+        worse = row["holdout_error"] is None or row["holdout_error"] > 1
+        worse |= row["relative_error"] is None or row["relative_error"] > 1
+        assert (row["stop_reason"] == "failed") == worse, row
+        if worse:
+            assert "worse than predicting zero" in row["note"]
+    report = result.to_markdown()
+    ranking = report[report.index("## Held-out ranking") : report.index("## Every run")]
+    assert "*row means*" in ranking and "*zero*" in ranking
+    ranked = [r for r in result.rows if r["stop_reason"] != "failed"]
+    assert all(f"| {r['method']} |" in ranking for r in ranked)
+
+
+def test_observed_zeros_hide_unstored_entries_as_the_dense_copy_does(low_rank):
+    import scipy.sparse as sp
+
+    S = sp.random(40, 30, density=0.3, random_state=5, format="csr")
+    kw = {"methods": ["nmf_sc", "nmf_divergence"], "holdout": 0.2, "max_iter": 60}
+    sparse, dense = run(S, **kw), run(S.toarray(), **kw)
+    _same_rows(sparse, dense, ["holdout_error", "relative_error"])
+    with pytest.raises(ValueError, match="sparse_zeros must be 'observed'"):
+        run(S, sparse_zeros="stored", **kw)
+
+
+def test_compare_reports_dead_samples_per_run():
+    V = _docstring_tfidf()
+    result = run(V, methods=["nmf_sc"], sparseness_w=0.95, n_components=10, max_iter=200)
+    (row,) = result.rows
+    assert row["dead_samples"] > 0
+    report = result.to_markdown()
+    assert f"- nmf_sc, seed 0: {row['dead_samples']:,} of {V.shape[1]:,} samples" in report

@@ -11,10 +11,17 @@ from numpy.typing import ArrayLike
 from nmfsc._missing_values import check_missing_values
 from nmfsc._validation import check_non_negative_int, check_nonneg_real, check_positive_int
 from nmfsc._version import __version__
-from nmfsc.comparison._holdout import Holdout, check_holdout, holdout_rows
+from nmfsc.comparison._holdout import (
+    Holdout,
+    check_holdout,
+    check_sparse_zeros,
+    dense_for_holdout,
+    holdout_rows,
+)
 from nmfsc.comparison._methods import sklearn_available
 from nmfsc.comparison._result import Comparison
 from nmfsc.comparison._runner import check_settings, run_all
+from nmfsc.solvers.framework import is_sparse
 
 __all__ = ["compare"]
 
@@ -39,6 +46,7 @@ def compare(
     holdout: float | None = None,
     holdout_seed: int = 0,
     missing_values: float | None = None,
+    sparse_zeros: str = "observed",
 ) -> Comparison:
     r"""Run nmf_sc and standard NMF methods side by side on ``V``, from the same starts.
 
@@ -98,6 +106,18 @@ def compare(
         np.nan: NaN entries of V (a sparse V's stored NaN entries) are
         missing, handled as hidden entries that are never scored. None: NaN
         is an error.
+    sparse_zeros : {"observed", "missing"}, default "observed"
+        With ``holdout`` or ``missing_values`` on a scipy.sparse V: what its
+        unstored entries are. ``"observed"``: zeros that are data (counts,
+        TF-IDF), drawn into the hidden entries like any other and fitted by
+        the masked methods; the comparison then runs on V's dense copy
+        (MemoryError, in one line, when it does not fit). ``"missing"``:
+        unobserved (ratings): only the stored entries are fitted and hidden,
+        and V stays sparse. A held-out comparison reports the relative
+        held-out errors of predicting zero (1) and each row's training mean
+        (``settings["holdout_baselines"]``), and ranks the methods against
+        them; a run worse than predicting zero on the hidden entries is
+        failed.
 
     Returns
     -------
@@ -124,7 +144,7 @@ def compare(
     >>> W.shape, H.shape
     ((30, 4), (4, 24))
     """
-    split = _split(V, holdout, holdout_seed, missing_values)
+    split = _split(V, holdout, holdout_seed, missing_values, sparse_zeros)
     V = V if split is None else split.filled
     V, M, methods, sw, sh, seeds, image_shape, parts, scale = check_settings(
         V, n_components, methods, sparseness_w, sparseness_h, seeds, image_shape, on_off, parts
@@ -165,15 +185,21 @@ def compare(
     )
 
 
-def _split(V, holdout, holdout_seed, missing_values):
+def _split(V, holdout, holdout_seed, missing_values, sparse_zeros):
     """The :class:`~nmfsc.comparison._holdout.Holdout` of the call, or None
     when nothing is hidden and NaN is not a missing value."""
     missing = check_missing_values(missing_values)
+    zeros = check_sparse_zeros(sparse_zeros)
     if holdout is None and not missing:
         return None
     fraction = check_holdout(holdout)
     seed = check_non_negative_int(holdout_seed, "holdout_seed")
-    return Holdout(V, fraction, seed, missing)
+    sparse = is_sparse(V)
+    if sparse and zeros == "observed":
+        V = dense_for_holdout(V)
+    split = Holdout(V, fraction, seed, missing)
+    split.settings["sparse_zeros"] = zeros if sparse else None
+    return split
 
 
 def _in_data_units(runs, scale):

@@ -15,7 +15,9 @@ __all__ = [
     "COLUMNS",
     "SUMMARY_KEYS",
     "csv_text",
+    "dead_text",
     "failures_text",
+    "holdout_ranking",
     "json_document",
     "markdown",
     "summarize",
@@ -208,6 +210,61 @@ def _matched_text(records):
     return text + ("\n\n" + "\n".join(f"- {n}" for n in notes) if notes else "")
 
 
+def holdout_ranking(comparison) -> str:
+    """The held-out ranking: each method's median held-out error over the seeds
+    where it did not fail, beside predicting zero (1 by definition) and
+    predicting each hidden entry by its row's training mean; "" when nothing
+    was hidden."""
+    baselines = comparison.settings.get("holdout_baselines") or {}
+    if baselines.get("zero_fill") is None:
+        return ""
+    entries = [
+        (baselines["row_mean_fill"], "*row means* (each hidden entry predicted by its row's mean)"),
+        (baselines["zero_fill"], "*zero* (every hidden entry predicted 0)"),
+    ]
+    failed = []
+    for entry in comparison.summary:
+        value = entry.get("holdout_error_median")
+        if value is None:
+            failed.append(entry["method"])
+        else:
+            entries.append((value, entry["method"]))
+    entries.sort(key=lambda e: e[0])
+    lines = [
+        "| rank | method or trivial prediction | held-out error |",
+        "|---|---|---|",
+        *(f"| {i} | {name} | {value:.4f} |" for i, (value, name) in enumerate(entries, 1)),
+    ]
+    text = (
+        "## Held-out ranking\n\nMedian relative error on the hidden entries over the seeds "
+        "where a method did not fail, beside two trivial predictions: a method below "
+        "*row means* has learnt something the row means do not say; one above *zero* is "
+        "failed.\n\n" + "\n".join(lines)
+    )
+    if failed:
+        text += f"\n\nFailed on every seed, so not ranked: {', '.join(failed)}."
+    return text
+
+
+def dead_text(rows, n_samples) -> str:
+    """One line per run that left samples dead (all-zero coefficients although
+    the fit would gain by giving them some): its converged error describes a
+    fit of fewer samples than V has."""
+    dead = [r for r in rows if r.get("dead_samples")]
+    if not dead:
+        return ""
+    lines = [
+        f"- {r['method']}, seed {r['seed']}: {r['dead_samples']:,} of {n_samples:,} samples "
+        f"({100 * r['dead_samples'] / n_samples:.0f} %)"
+        for r in dead
+    ]
+    return (
+        "Dead samples (columns of H all zero although a coefficient would lower the "
+        "error; at a high sparseness of W no sparse basis vector may overlap a sample, "
+        "and the fit describes only the others):\n" + "\n".join(lines)
+    )
+
+
 def markdown(comparison, quick=False) -> str:
     """The Markdown report of a :class:`~nmfsc.Comparison`."""
     s = comparison.settings
@@ -235,9 +292,11 @@ def markdown(comparison, quick=False) -> str:
         _matched_text(comparison.matched),
         "## Summary over seeds (median [min–max])",
         summary_table(comparison.summary, comparison.rows),
+        holdout_ranking(comparison),
         "## Every run",
         run_table(comparison.rows),
         failures_text(comparison.rows),
+        dead_text(comparison.rows, s["shape"][1]),
     ]
     return "\n\n".join(b.strip("\n") for b in blocks if b) + "\n"
 
