@@ -30,10 +30,14 @@ class Comparison:
         ``locality`` or ``orientation`` (with ``image_shape``), ``part_recovery``
         (with ``parts``), ``n_iter``, ``stop_reason``, ``time_s`` (the solver's
         seconds), and for ``sklearn_cd_l1`` also ``alpha``, ``matched`` and ``note``.
-        A value that does not apply is None.
+        A value that does not apply is None. A run that raised, or whose
+        relative (or held-out) error is above 1, i.e. worse than predicting
+        zero, has ``stop_reason`` ``"failed"`` and a ``note`` saying why; the
+        summaries leave it out.
     summary : list of dict
         One entry per method: ``n_seeds``, ``<key>_median``, ``<key>_min`` and
-        ``<key>_max`` for every numeric key of the rows, ``stop_reasons`` and
+        ``<key>_max`` for every numeric key of the rows over its runs that did
+        not fail, ``n_converged``, ``stop_reasons`` and
         (for ``sklearn_cd_l1``) ``matched`` (e.g. ``"3/3"``).
     runs : dict
         ``(method, seed) -> Run`` with the factors ``W``, ``H`` and the curve.
