@@ -455,6 +455,7 @@ def test_compare_holds_out_stored_entries_for_the_accelerated_solver():
         max_iter=200,
         sparseness_w=0.2,
         progress=False,
+        sparse_zeros="missing",  # the unstored entries are unobserved: mask="stored"
     )
     rows = {r["method"]: r for r in result.rows}
     assert [r["holdout_fit"] for r in rows.values()] == ["masked", "masked"]
