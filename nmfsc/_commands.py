@@ -543,6 +543,7 @@ def fit_record(result, *, data, seed, masked=False):
         "stop_reason": result.stop_reason,
         "converged": result.converged,
         "relative_error": result.relative_error,
+        "stationarity": result.stationarity,
         "objective": result.objective[-1],
         "objective_units": result.objective_units,
         "objective_definition": _OBJECTIVE_DEFINITION[result.objective_units]
@@ -635,6 +636,7 @@ def _fit_summary(result, name):
         f"{result.solver} on {name} ({N} x {result.H.shape[1]}), {M} components: "
         f"{result.n_iter} iterations in {result.times[-1]:.2f} s, stop reason "
         f"{result.stop_reason}, relative error {result.relative_error:.4g}, {sparseness}"
+        + ("" if result.stationarity is None else f", stationarity {result.stationarity:.2g}")
     )
 
 

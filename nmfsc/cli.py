@@ -261,8 +261,8 @@ def _add_fit(commands):
         description=_wrap(
             "Fit nmf_sc (Hoyer 2004) to DATA and save W, H, the objective "
             "history, times, per-component sparseness and a JSON record of the run (n_iter, "
-            "stop_reason, converged, relative_error, params, data, nmfsc version) in an .npz "
-            "file that np.load reads without pickles. " + FORMATS_HELP
+            "stop_reason, converged, relative_error, stationarity, params, data, nmfsc "
+            "version) in an .npz file that np.load reads without pickles. " + FORMATS_HELP
         ),
         epilog=FIT_EXAMPLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,

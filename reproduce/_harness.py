@@ -384,6 +384,7 @@ def run_stats(exp: Experiment, V: np.ndarray, result, wall: float) -> dict:
         "final_objective": float(history[-1]) if history.size else None,
         "objective_every_10": history[::10].tolist(),
         "relative_error": float(residual / np.linalg.norm(V)),
+        "stationarity": result.stationarity,
         "sparseness_W_columns": _summary(result.sparseness_W),
         "sparseness_H_rows": _summary(result.sparseness_H),
         "dead_samples": result.dead_samples,

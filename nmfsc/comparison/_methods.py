@@ -59,6 +59,7 @@ from nmfsc.solvers import ConvergenceWarning, DegenerateFitWarning
 from nmfsc.solvers.dispatch import method_name
 from nmfsc.solvers.framework import progress_bar, random_start, tol_reached
 from nmfsc.solvers.registry import SOLVERS, compared_solvers, solver
+from nmfsc.solvers.stationarity import stationarity
 
 __all__ = [
     "METHODS",
@@ -112,6 +113,9 @@ class Run:
     params: dict = field(default_factory=dict)
     #: Why the run failed (an exception's one line), or None when it ran.
     failure: str | None = None
+    #: How far the fit is from stationary (NMFResult.stationarity), None where
+    #: not measured (a masked fit, an objective other than the squared error).
+    stationarity: float | None = None
 
 
 def failed_run(method, V, n_components, error):
@@ -235,6 +239,7 @@ def run_method(
     wall = time.perf_counter() - t0 - (curve.overhead if curve else 0.0)
     run = Run(method, result.W, result.H, int(result.n_iter), result.stop_reason, wall)
     run.params = dict(params)
+    run.stationarity = result.stationarity
     if curve is None:
         norm_V = frobenius_norm(V)
         run.iterations = list(range(len(result.objective)))
@@ -365,6 +370,8 @@ def run_sklearn(
             bar.close()
     run = Run(label, H_sk.T.copy(), W_sk.T.copy(), n_iter, stop, elapsed)
     run.iterations, run.times, run.errors = iterations, times, errors
+    if not penalty:  # the squared error alone: its stationarity is nmfsc's measure
+        run.stationarity = stationarity(V, run.W, run.H)["max"]
     run.params = {"alpha": float(alpha), "matched_on": penalty} if penalty else {}
     return run
 

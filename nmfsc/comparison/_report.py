@@ -37,6 +37,7 @@ COLUMNS = (
     ("orientation", "orientation", "{:.3f}"),
     ("part_recovery", "part recovery", "{:.3f}"),
     ("dead_samples", "dead samples", "{:g}"),
+    ("stationarity", "stationarity", "{:.1e}"),
     ("n_iter", "iterations", "{:g}"),
     ("stop_reason", "stop", "{}"),
     ("time_s", "time (s)", "{:.2f}"),
@@ -55,6 +56,7 @@ SUMMARY_KEYS = (
     "orientation",
     "part_recovery",
     "dead_samples",
+    "stationarity",
     "n_iter",
     "time_s",
     "alpha",
@@ -180,7 +182,10 @@ def _budget_text(s):
         "and its objective evaluated after each chunk; its own, looser stopping rules are "
         "not used). A run stopped by max_iter, max_time or a stalled line search (stalled) "
         "is marked (not converged); a run that raised an error or fits V worse than "
-        "W H = 0 (relative error above 1) is marked (failed)."
+        "W H = 0 (relative error above 1) is marked (failed). The rule measures a rate, "
+        "not a distance to a solution: the column stationarity (the projected gradient "
+        "relative to the gradient's terms, 0 at a stationary point; for the fits of the "
+        "squared error without a mask or penalty) says how far each fit still is."
     )
 
 

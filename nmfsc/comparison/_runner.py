@@ -201,6 +201,7 @@ def score_run(V, run, seed, *, image_shape=None, on_off=False, parts=None):
         from nmfsc.datasets import part_recovery
 
         row["part_recovery"] = float(part_recovery(run.W, parts))
+    row["stationarity"] = _finite(run.stationarity)
     row.update(n_iter=int(run.n_iter), stop_reason=run.stop_reason, time_s=float(run.time_s))
     if run.method == "sklearn_cd_l1":
         row["alpha"] = run.params["alpha"]
@@ -245,6 +246,7 @@ def _failed_row(run, seed):
         "sparseness_H": None,
         "zero_components": None,
         "dead_samples": None,
+        "stationarity": None,
         "n_iter": 0,
         "stop_reason": "failed",
         "time_s": 0.0,

@@ -51,7 +51,7 @@ import warnings
 import numpy as np
 
 from nmfsc._validation import check_data, check_positive_int
-from nmfsc.solvers._data import ScaledData, make_data
+from nmfsc.solvers._data import DenseData, ScaledData, make_data
 from nmfsc.solvers._progress import progress_bar, show_progress
 from nmfsc.solvers._result import (
     ConvergenceWarning,
@@ -68,6 +68,7 @@ from nmfsc.solvers.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
+from nmfsc.solvers.stationarity import stationarity
 from nmfsc.sparseness import sparseness_or_nan
 
 __all__ = ["RESOLVED_FALL", "Run", "Steps", "falling", "solve", "tol_reached"]
@@ -115,6 +116,8 @@ class Steps:
     objective_power = 2
     #: The scalar entries of a state besides W and H (step sizes, each > 0).
     state_scalars: tuple[str, ...] = ()
+    #: Whether the result reports NMFResult.stationarity (squared-error solvers).
+    measures_stationarity = False
 
     def __init__(self, data, n_components):
         self.data = data
@@ -474,7 +477,21 @@ class Run:
             scale=self.scale,
             objective_units=self.objective_units,
             step_sizes=self.steps.step_sizes(state),
+            stationarity=self.stationarity(factors),
         )
+
+    def stationarity(self, factors):
+        """:attr:`NMFResult.stationarity` of the final factors: for a solver that
+        measures it, on data in memory without a mask (see NMFResult); else None."""
+        if not (self.steps.measures_stationarity and isinstance(self.data, DenseData | ScaledData)):
+            return None
+        return stationarity(
+            self.V,
+            factors["W"],
+            factors["H"],
+            sparseness_w=self.params.get("sparseness_w"),
+            sparseness_h=self.params.get("sparseness_h"),
+        )["max"]
 
     def sparseness(self, X, axis):
         """:func:`~nmfsc.sparseness.sparseness_or_nan` of X's columns (rows).

@@ -172,6 +172,8 @@ class SquaredErrorSteps(Steps):
     (nmf_sc and Euclidean NMF): ||V||^2, kept for evaluating E."""
 
     objective_power = 2
+    #: The result reports how far the fit is from stationary (NMFResult.stationarity).
+    measures_stationarity = True
 
     def __init__(self, data, n_components):
         super().__init__(data, n_components)

@@ -104,6 +104,14 @@ class NMFResult:
     unused_components : int
         Components whose column of W or row of H is all zero. nmf_sc warns
         with :class:`DegenerateFitWarning` when either count is above zero.
+    stationarity : float or None
+        How far the fit is from a stationary point of its problem: the larger
+        of W's and H's projected gradient, each relative to its gradient's
+        terms (:func:`nmfsc.solvers.stationarity.stationarity`; 0 at a
+        stationary point, in [0, 1]). A rate of decrease that falls below
+        ``tol`` says the run slowed down; this says how far it still is. For
+        the squared-error solvers on V in memory without a mask; None
+        otherwise.
     """
 
     W: np.ndarray
@@ -123,6 +131,7 @@ class NMFResult:
     relative_error: float = float("nan")
     dead_samples: int | None = 0
     unused_components: int = 0
+    stationarity: float | None = None
 
     def __repr__(self):
         N, M = self.W.shape

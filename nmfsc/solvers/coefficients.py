@@ -50,6 +50,7 @@ class CoefficientSteps(HoyerSteps):
 
     name = "nmf_sc (coefficients, W fixed)"
     degenerate_hint = None  # W is given: counted in the result, no solver to suggest
+    measures_stationarity = False  # W is given, not fitted
 
     def __init__(self, data, n_components, sparseness_h):
         super().__init__(data, n_components, None, sparseness_h)

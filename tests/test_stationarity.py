@@ -1,0 +1,116 @@
+"""The stationarity measure: the projected gradient of nmf_sc's problem."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import nmfsc
+from nmfsc.solvers.stationarity import constrained_residual, projected_residual, stationarity
+
+
+@pytest.fixture
+def problem():
+    rng = np.random.default_rng(0)
+    V = rng.random((30, 4)) @ rng.random((4, 25)) + 0.05 * rng.random((30, 25))
+    return V
+
+
+def _fit(V, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        return nmfsc.nmf_sc(V, 3, random_state=0, **kwargs)
+
+
+def test_the_constrained_residual_is_the_gradient_less_its_part_along_1_and_x():
+    rng = np.random.default_rng(1)
+    X = rng.random((12, 5)) * (rng.random((12, 5)) < 0.6)
+    G = rng.standard_normal((12, 5))
+    R = constrained_residual(X, G, axis=0)
+    for j in range(X.shape[1]):
+        support = X[:, j] > 0
+        basis = np.column_stack([np.ones(support.sum()), X[support, j]])
+        coef, *_ = np.linalg.lstsq(basis, -G[support, j], rcond=None)
+        expected = G[support, j] + basis @ coef
+        assert np.allclose(R[support, j], expected, atol=1e-12)
+        mu = coef[0]
+        assert np.allclose(R[~support, j], np.minimum(G[~support, j] + mu, 0.0), atol=1e-12)
+    assert np.allclose(constrained_residual(X.T, G.T, axis=1), R.T)
+
+
+def test_a_kkt_point_has_zero_residual_and_a_descent_direction_does_not():
+    x = np.array([0.5, 0.3, 0.2, 0.0, 0.0])
+    mu, nu = 0.7, -1.3
+    g = -(mu + nu * x)  # g + mu 1 + nu x = 0 on the support
+    g[3:] = [-mu + 0.4, -mu + 2.0]  # off the support: g + mu >= 0
+    assert np.allclose(constrained_residual(x[:, None], g[:, None], 0), 0.0)
+    g[4] = -mu - 0.5  # entering the support would lower f
+    R = constrained_residual(x[:, None], g[:, None], 0)
+    assert R[4, 0] == pytest.approx(-0.5) and np.allclose(R[:4, 0], 0.0)
+
+
+def test_the_nonnegative_rule():
+    X = np.array([[1.0, 0.0], [0.0, 2.0]])
+    G = np.array([[0.3, -0.2], [0.5, -1.0]])
+    assert np.array_equal(projected_residual(X, G), [[0.3, -0.2], [0.0, -1.0]])
+
+
+def test_an_exact_fit_is_stationary_and_the_measure_is_scale_free(problem):
+    rng = np.random.default_rng(2)
+    W, H = rng.random((6, 2)), rng.random((2, 5))
+    assert stationarity(W @ H, W, H)["max"] < 1e-15  # zero to rounding
+    result = _fit(problem, sparseness_w=0.6, max_iter=30)
+    base = stationarity(problem, result.W, result.H, sparseness_w=0.6)
+    scaled = stationarity(problem * 1e6, result.W * 1e3, result.H * 1e3, sparseness_w=0.6)
+    assert scaled["W"] == pytest.approx(base["W"], rel=1e-9)
+    assert scaled["H"] == pytest.approx(base["H"], rel=1e-9)
+    assert 0 < base["max"] < 1
+
+
+def test_it_falls_to_zero_as_a_solver_converges(problem):
+    values = [
+        _fit(problem, sparseness_w=0.6, solver="accelerated", max_iter=n, tol=0).stationarity
+        for n in (1, 10, 100, 2000)
+    ]
+    assert values == sorted(values, reverse=True)
+    assert values[0] > 1e-3 and values[-1] < 1e-7
+
+
+def test_a_rate_rule_stop_is_not_a_stationary_point(problem):
+    # The default solver's rule (relative decrease over 10 iterations below tol)
+    # fires on its slow tail: the measure says how far it still is.
+    early = _fit(problem, sparseness_w=0.6, tol=1e-4)
+    late = _fit(problem, sparseness_w=0.6, tol=0, max_iter=5000)
+    assert early.stop_reason == "tol" and early.stationarity > 100 * late.stationarity
+
+
+def test_the_result_reports_it_where_it_means_something(problem):
+    dense = _fit(problem, sparseness_w=0.6, sparseness_h=0.4, max_iter=50)
+    sparse = _fit(sp.csr_matrix(problem), sparseness_w=0.6, sparseness_h=0.4, max_iter=50)
+    assert dense.stationarity == pytest.approx(sparse.stationarity, rel=1e-8)
+    direct = stationarity(problem, dense.W, dense.H, sparseness_w=0.6, sparseness_h=0.4)
+    assert dense.stationarity == pytest.approx(direct["max"], rel=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        assert nmfsc.nmf_euclidean(problem, 3, random_state=0, max_iter=50).stationarity > 0
+        assert nmfsc.nmf_divergence(problem, 3, random_state=0, max_iter=5).stationarity is None
+    assert _fit(problem, sparseness_w=0.6, mask=problem > 0.2, max_iter=5).stationarity is None
+
+
+def test_compare_shows_it_for_the_squared_error_fits(problem):
+    pytest.importorskip("sklearn")
+    result = nmfsc.compare(
+        problem,
+        3,
+        sparseness_w=0.6,
+        methods=["nmf_sc", "nmf_divergence", "sklearn_cd", "sklearn_cd_l1"],
+        seeds=(0,),
+        max_iter=100,
+        progress=False,
+    )
+    rows = {row["method"]: row for row in result.rows}
+    assert rows["nmf_sc"]["stationarity"] > 0 and rows["sklearn_cd"]["stationarity"] > 0
+    assert rows["nmf_divergence"]["stationarity"] is None
+    assert rows["sklearn_cd_l1"]["stationarity"] is None  # a penalised objective
+    assert "| stationarity |" in result.to_markdown()
