@@ -164,10 +164,11 @@ class SetJournalError(OSError):
         Why it cannot be used, e.g. ``"not JSON"``.
     """
 
-    def __init__(self, journal, reason):
+    def __init__(self, journal, reason, message=None):
         journal = Path(journal)
         super().__init__(
-            f"{journal} is damaged ({reason}), so the interrupted replacement it records "
+            message
+            or f"{journal} is damaged ({reason}), so the interrupted replacement it records "
             f"cannot be completed and the files of the set in {journal.parent} may mix two "
             f"writes; delete {journal.name} and those files, or write to another folder"
         )
@@ -193,11 +194,22 @@ def check_set(folder):
     ------
     SetJournalError
         The journal is damaged (not JSON, not readable, or not one that
-        :func:`replaced_set` writes); nothing in ``folder`` is changed.
+        :func:`replaced_set` writes), or ``.nmfsc-set.current`` is not a link
+        (a copy that followed the links); nothing in ``folder`` is changed.
     OSError
         Completing the replacement failed (a full disk, a missing permission).
     """
     folder = Path(folder)
+    current = folder / SET_CURRENT
+    if os.path.lexists(current) and not current.is_symlink():
+        raise SetJournalError(
+            current,
+            "a folder, not a link",
+            f"{current} is a folder, not nmfsc's link to the current set (a copy of an "
+            "output folder made with its links followed, e.g. cp -rL or shutil.copytree); "
+            f"delete {SET_CURRENT} and the reports and figures in {folder}, or write to "
+            "another folder",
+        )
     if not os.path.lexists(folder / SET_JOURNAL):
         return
     _read_journal(folder)  # refuse a damaged journal without touching the folder

@@ -104,10 +104,14 @@ def main(argv=None):
                 raise
             _error(prog, "terminated" if terminated else "interrupted")
             return TERMINATED if terminated else 130
-        except MemoryError:
+        except MemoryError as error:
             if args.debug:
                 raise
-            _error(prog, "out of memory; use fewer components or a smaller data set")
+            own = "--sparse-zeros" in str(error)  # nmfsc's own, with what to do
+            _error(
+                prog,
+                str(error) if own else "out of memory; use fewer components or a smaller data set",
+            )
             return 1
         except BrokenPipeError:
             # The reader went away (``| head``): stop quietly, with stdout on devnull

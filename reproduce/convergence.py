@@ -9,8 +9,11 @@ this figure draws the relative change of the objective over 10 iterations,
 against the iteration k, both on log axes, one panel per data set, with the
 stopping tolerance 1e-5 as a line and each run's stop marked: a dot where the
 solver's own rule stopped it ("tol", "step_size"), a cross where a cap did
-("max_iter", "max_time") or its line search stalled ("stalled"). The change is the quantity the stopping rule tests,
-so a cross above the line is a run that was still moving when it was stopped.
+("max_iter", "max_time") or its line search stalled ("stalled"). The change is
+the quantity the stopping rule tests, so a cross above the line is a run that
+was still moving when it was stopped. A figure this invocation drew into
+``unfinished/`` (a run stopped by its time guard) is read from there, and this
+figure then goes there too.
 
 It reads the JSON files only (``objective_every_10``), so it runs no
 factorisation and takes a second; ``python -m reproduce all`` draws it last.
@@ -23,7 +26,7 @@ import json
 import numpy as np
 
 from reproduce._harness import figure_json
-from reproduce._invocation import CONVERGED
+from reproduce._invocation import CONVERGED, UNFINISHED, UNFINISHED_FOLDER
 from reproduce._output import write_figure_set
 
 CAPTION = (
@@ -36,11 +39,14 @@ DATASETS = ("cbcl", "orl", "natural")
 TOL = 1e-5
 
 
-def read_runs(out_dir):
-    """Experiment name -> its JSON entry, from the figures' JSON files in ``out_dir``."""
+def read_runs(out_dir, unfinished=()):
+    """Experiment name -> its JSON entry, from the figures' JSON files in ``out_dir``
+    (in its ``unfinished/`` folder for the figures named in ``unfinished``: this
+    invocation drew them there, from runs stopped by their time guard)."""
     runs = {}
     for source in SOURCES:
-        path = out_dir / f"{source}.json"
+        folder = out_dir / UNFINISHED_FOLDER if source in unfinished else out_dir
+        path = folder / f"{source}.json"
         if not path.exists():
             raise FileNotFoundError(
                 f"{path} is missing: run 'python -m reproduce {source}' first (the "
@@ -101,7 +107,8 @@ def draw(runs):
 
 def main(options):
     out_dir = options.out_dir
-    runs = read_runs(out_dir)
+    pending = [source for source in SOURCES if source in UNFINISHED]
+    runs = read_runs(out_dir, pending)
     payload = {
         "parameters": {"tol": TOL, "sources": list(SOURCES)},
         "runs": {name: summary(name, entry) for name, entry in runs.items()},
@@ -127,4 +134,9 @@ def main(options):
         or "none"
     )
     text = figure_json(options, "convergence", CAPTION, payload)
+    if pending:  # drawn from unfinished figures: unfinished too, never over the figure
+        UNFINISHED["convergence"] = list(
+            dict.fromkeys(run for source in pending for run in UNFINISHED[source])
+        )
+        out_dir = out_dir / UNFINISHED_FOLDER
     return write_figure_set(draw(runs), out_dir, "convergence", text)

@@ -403,3 +403,23 @@ def test_saving_into_a_folder_with_a_damaged_journal_is_one_line_before_saving(r
     assert sorted(p.name for p in out.iterdir()) == sorted(
         ["report.md", atomic.SET_MANIFEST, atomic.SET_JOURNAL]
     )
+
+
+@needs_links
+def test_compare_refuses_a_copy_that_followed_the_links_before_fitting(
+    data, tmp_path, fake_compare, capsys
+):
+    """cp -rL (or shutil.copytree) makes .nmfsc-set.current a folder, over which
+    no link can be renamed: refused in one line before any fit, not after."""
+    import shutil
+
+    first = tmp_path / "first"
+    write_set(first, NEW, "new")
+    out = tmp_path / "copy"
+    shutil.copytree(first, out)  # follows the links
+    assert (out / atomic.SET_CURRENT).is_dir() and not (out / atomic.SET_CURRENT).is_symlink()
+    assert main(["compare", str(data), "-k", "2", "--out", str(out), "--no-progress"]) == 2
+    assert fake_compare == []
+    err = capsys.readouterr().err
+    assert err.startswith(f"nmfsc compare: error: {out / atomic.SET_CURRENT} is a folder")
+    assert err.endswith("or choose another --out\n") and err.count("\n") == 1

@@ -136,8 +136,8 @@ def test_compare_finishes_with_every_row_on_generated_data(kind, shape, sparse, 
     rows = _by_method(comparison)
     assert list(rows) == list(METHODS)
     for row in rows.values():
-        if row["stop_reason"] == "failed":
-            assert row["note"].startswith("failed: ")
+        if row["stop_reason"] == "failed":  # a poor fit, never an exception
+            assert "worse than predicting zero" in row["note"], row["note"]
         else:
             assert 0.0 <= row["relative_error"] <= 1.0
     nmf_sc = rows["nmf_sc"]
@@ -148,3 +148,20 @@ def test_compare_finishes_with_every_row_on_generated_data(kind, shape, sparse, 
     l1 = rows["sklearn_cd_l1"]
     if l1["stop_reason"] != "failed":
         assert l1["matched"] or l1["note"].startswith("not matched")
+
+
+def test_the_command_line_says_when_runs_failed(tmp_path, capsys):
+    from nmfsc.cli import main
+
+    V = np.zeros((30, 30))
+    V[4, 7] = 2.5
+    np.save(tmp_path / "spike.npy", V)
+    argv = ["compare", str(tmp_path / "spike.npy"), "-k", "20", "--sparseness-w", "0.5"]
+    argv += ["--methods", "nmf_sc", "local_nmf", "--seeds", "0", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 0  # the comparison is complete
+    out, err = capsys.readouterr()
+    assert "| local_nmf (failed) | 0 |" in out
+    assert (
+        err.splitlines()[-1]
+        == '1 of 2 runs failed (local_nmf); the report says why ("Failed runs")'
+    )

@@ -5,10 +5,11 @@ built; here each one runs as a user would run a downloaded copy: ``python
 plot_x.py`` in a fresh temporary folder, with a non-interactive matplotlib
 backend (so ``plt.show()`` must return at once). The example may write
 nothing into the source tree (no output folders, no stray files): an audit
-hook (:func:`sys.addaudithook`) in the example's own process records every
-file it opens for writing, creates, renames or removes, so another process
-writing into the checkout at the same time (a ``python -m reproduce all``)
-cannot fail the test. No run has a wall-clock limit: a loaded machine makes
+hook (:func:`sys.addaudithook`, installed by a ``sitecustomize`` module in the
+example's process and every Python process it starts) records every file
+they open for writing, create, rename or remove, so another process writing
+into the checkout at the same time (a ``python -m reproduce all``) cannot
+fail the test. No run has a wall-clock limit: a loaded machine makes
 an example slower, not wrong. The examples on the paper's data are skipped
 with a reason when that data is absent (failed under ``CI=true``), like the
 other real-data tests.
@@ -26,45 +27,59 @@ EXAMPLES = sorted((ROOT / "examples").glob("plot_*.py"))
 REAL_DATA = {"plot_orl_sparseness_sweep.py", "plot_natural_on_off.py", "plot_orl_missing_pixels.py"}
 
 
-# Runs an example as `python EXAMPLE` would (as __main__, its folder first on
-# sys.path) under an audit hook that records, one per line in the file named by
-# NMFSC_WRITES_TO, the absolute path of everything the process writes to.
-TRACED_RUN = r"""
-import os, runpy, sys
+# A sitecustomize module: on PYTHONPATH, Python imports it at the start of every
+# process, so the example and every Python process it starts (the nmfsc command
+# line in plot_command_line.py) record, one per line appended to the file named
+# by NMFSC_WRITES_TO, the absolute path of everything they write to.
+TRACER = r"""
+import atexit, os, sys
 
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 PATH_EVENTS = {"os.mkdir": (0,), "os.remove": (0,), "os.rmdir": (0,), "os.truncate": (0,),
                "os.rename": (0, 1), "os.replace": (0, 1), "os.symlink": (1,), "os.link": (1,),
                "os.chmod": (0,), "shutil.rmtree": (0,)}
-written = set()
+_trace = os.environ.get("NMFSC_WRITES_TO")
+_written = set() if _trace else None
 
 
-def target(path):
-    if written is not None and isinstance(path, (str, bytes, os.PathLike)):
-        written.add(os.path.abspath(os.fsdecode(path)))
+def _target(path):
+    if _written is not None and isinstance(path, (str, bytes, os.PathLike)):
+        _written.add(os.path.abspath(os.fsdecode(path)))
 
 
-def hook(event, args):
+def _hook(event, args):
     if event == "open":
         path, mode, flags = args
         if (mode and any(c in mode for c in "wax+")) or (flags or 0) & WRITE_FLAGS:
-            target(path)
+            _target(path)
     elif event in PATH_EVENTS:
         for i in PATH_EVENTS[event]:
-            target(args[i])
+            _target(args[i])
 
 
-example = os.path.abspath(sys.argv[1])
-sys.argv = [example]
-sys.path[0] = os.path.dirname(example)
-sys.addaudithook(hook)
-try:
-    runpy.run_path(example, run_name="__main__")
-finally:
-    report, written = sorted(written), None  # stop recording: the report is ours
-    with open(os.environ["NMFSC_WRITES_TO"], "w") as handle:
-        handle.write("\n".join(report))
+def _report():
+    global _written
+    report, _written = sorted(_written), None  # stop recording: the report is ours
+    with open(_trace, "a") as handle:
+        handle.write("".join(path + "\n" for path in report))
+
+
+if _trace:
+    sys.addaudithook(_hook)
+    atexit.register(_report)
 """
+
+
+def traced_env(tmp_path, env):
+    """``env`` with the write tracer installed (:data:`TRACER`); returns it and
+    a function that reads every path the processes wrote to."""
+    tracer = tmp_path / "tracer"
+    tracer.mkdir()
+    (tracer / "sitecustomize.py").write_text(TRACER)
+    trace = tmp_path / "written.txt"
+    env = dict(env, NMFSC_WRITES_TO=str(trace))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tracer), env.get("PYTHONPATH")]))
+    return env, lambda: set(trace.read_text().splitlines()) if trace.exists() else set()
 
 
 @pytest.fixture(scope="module")
@@ -117,34 +132,29 @@ def test_example_runs_as_a_script_and_writes_nothing(example, tmp_path, numba_ca
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     work = tmp_path / "work"
     work.mkdir()
-    env["NMFSC_WRITES_TO"] = str(tmp_path / "written.txt")
+    env, written = traced_env(tmp_path, env)
     proc = subprocess.run(
-        [sys.executable, "-c", TRACED_RUN, str(example)],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
+        [sys.executable, str(example)], cwd=work, env=env, capture_output=True, text=True
     )
     assert proc.returncode == 0, f"{example.name} failed:\n{proc.stdout}\n{proc.stderr}"
     assert proc.stdout.strip(), f"{example.name} printed nothing"
     assert "Traceback" not in proc.stderr
-    written = (tmp_path / "written.txt").read_text().split("\n")
-    inside = [p for p in written if p and Path(p).resolve().is_relative_to(ROOT.resolve())]
+    inside = sorted(p for p in written() if Path(p).resolve().is_relative_to(ROOT.resolve()))
     assert not inside, f"{example.name} wrote into the source tree: {inside}"
     assert not list(work.iterdir()), f"{example.name} wrote into its working folder"
 
 
 def test_the_write_trace_sees_every_kind_of_write(tmp_path):
-    # The trace is what the tree check reads; it must see what an example could do.
+    # The trace is what the tree check reads; it must see what an example could
+    # do, in its own process and in a Python process it starts.
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "old.txt").write_text("old")
     script = tmp_path / "plot_writer.py"
     script.write_text(
-        "import os, sys\n"
+        "import os, subprocess, sys\n"
         "import numpy as np\n"
         f"tree = {str(tree)!r}\n"
-        "assert sys.path[0] == os.path.dirname(os.path.abspath(__file__))\n"
         "open(os.path.join(tree, 'a.txt'), 'w').close()\n"
         "np.save(os.path.join(tree, 'b.npy'), np.zeros(2))\n"
         "os.mkdir(os.path.join(tree, 'c'))\n"
@@ -152,13 +162,13 @@ def test_the_write_trace_sees_every_kind_of_write(tmp_path):
         "fd = os.open(os.path.join(tree, 'e.txt'), os.O_WRONLY | os.O_CREAT)\n"
         "os.close(fd)\n"
         "open(os.path.join(tree, 'a.txt')).read()\n"
+        "child = \"open(r'\" + os.path.join(tree, 'f.txt') + \"', 'w').close()\"\n"
+        "subprocess.run([sys.executable, '-c', child], check=True)\n"
         "print('done')\n"
     )
-    env = dict(os.environ, NMFSC_WRITES_TO=str(tmp_path / "written.txt"))
-    proc = subprocess.run(
-        [sys.executable, "-c", TRACED_RUN, str(script)], env=env, capture_output=True, text=True
-    )
+    env, written = traced_env(tmp_path, os.environ)
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout == "done\n", proc.stderr
-    written = set((tmp_path / "written.txt").read_text().split("\n"))
-    names = {"a.txt", "b.npy", "c", "old.txt", "d.txt", "e.txt"}
-    assert {str(tree / n) for n in names} <= written
+    names = {"a.txt", "b.npy", "c", "old.txt", "d.txt", "e.txt", "f.txt"}
+    assert {str(tree / n) for n in names} <= written()
+    assert str(tree / "a.txt") in written()  # read later, still written once

@@ -377,3 +377,21 @@ def test_compare_reports_dead_samples_per_run():
     assert row["dead_samples"] > 0
     report = result.to_markdown()
     assert f"- nmf_sc, seed 0: {row['dead_samples']:,} of {V.shape[1]:,} samples" in report
+
+
+def test_cli_refuses_a_dense_copy_that_does_not_fit_before_fitting(tmp_path, capsys, monkeypatch):
+    import scipy.io
+    import scipy.sparse as sp
+
+    import nmfsc._commands as commands
+
+    path = tmp_path / "counts.mtx"
+    scipy.io.mmwrite(path, sp.random(400, 300, density=0.01, random_state=6, format="coo"))
+    monkeypatch.setattr(commands, "memory_limit", lambda: (2**20, "RLIMIT_AS"))
+    monkeypatch.setattr(commands, "check_factor_memory", lambda *a, **k: None)
+    monkeypatch.setattr(nmfsc, "compare", lambda *a, **k: pytest.fail("fitted"))
+    argv = ["compare", str(path), "-k", "2", "--sparseness-w", "0.5", "--holdout", "0.2"]
+    assert main([*argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "runs on its dense copy, about 0.00894 GiB" in err and "--sparse-zeros missing" in err
+    assert err.count("\n") == 1

@@ -228,6 +228,31 @@ def test_a_time_guard_that_fires_is_checkpointed_and_the_next_run_completes_it(
     assert np.array_equal(W, W0) and np.array_equal(H, H0)
 
 
+def test_the_convergence_figure_of_an_unfinished_figure_is_unfinished_too(
+    tmp_path, tiny, stand_in_for_nmf_sc, capsys
+):
+    """convergence reads the figures' JSON: one drawn into unfinished/ by this
+    invocation is read from there, and the convergence figure goes there too."""
+    import shutil
+
+    tiny(max_iter=300)
+    solver = nmfsc.nmf_sc
+    stand_in_for_nmf_sc(
+        lambda *args, **kwargs: solver(*args, callback=lambda s: time.sleep(0.002), **kwargs)
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    for source in ("fig1", "fig3", "fig4", "sec5"):  # the committed figures' numbers
+        shutil.copy(REPO / "figures" / f"{source}.json", out)
+    argv = ["fig5", "convergence", "--out", str(out), "--no-progress", "--max-time", "0.1"]
+    assert main(argv) == 3
+    printed = capsys.readouterr().out
+    assert "  fig5: tiny" in printed and "  convergence: tiny" in printed
+    assert not (out / "convergence.json").exists() and not (out / "fig5.json").exists()
+    drawn = json.loads((out / "unfinished" / "convergence.json").read_text())
+    assert drawn["runs"]["tiny"]["stop_reason"] == "max_time"
+
+
 def test_force_runs_an_experiment_once_per_invocation(tmp_path, tiny, iterations, monkeypatch):
     """Two figures that share an experiment, with --force: one run, not two."""
     import reproduce.fig4 as fig4

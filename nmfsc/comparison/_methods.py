@@ -344,7 +344,9 @@ def run_sklearn(
             chunk = min(SKLEARN_CHUNK, max_iter - n_iter)
             model = _sklearn_model(solver, n_components, alpha_W, alpha_H, chunk, 0.0)
             t0 = time.perf_counter()
-            with warnings.catch_warnings():
+            # invalid: scikit-learn's own reconstruction_err_ (unused here) takes the
+            # square root of a rounding-negative error when a sparse X is fitted exactly.
+            with warnings.catch_warnings(), np.errstate(invalid="ignore"):
                 warnings.simplefilter("ignore", SkConvergenceWarning)
                 W_sk = model.fit_transform(X, W=W_sk, H=H_sk)
             H_sk, done = model.components_, int(model.n_iter_)

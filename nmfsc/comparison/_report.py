@@ -99,6 +99,7 @@ def summarize(rows):
                 entry[f"{key}_median"] = entry[f"{key}_min"] = entry[f"{key}_max"] = None
         reasons = [r["stop_reason"] for r in group]
         entry["n_converged"] = sum(reason in CONVERGED for reason in reasons)
+        entry["n_failed"] = len(group) - len(ran)
         entry["stop_reasons"] = ", ".join(
             f"{s} x{reasons.count(s)}" for s in dict.fromkeys(reasons)
         )
@@ -215,6 +216,24 @@ def _matched_text(records):
     return text + ("\n\n" + "\n".join(f"- {n}" for n in notes) if notes else "")
 
 
+def _holdout_setup(s) -> str:
+    """The held-out settings as a sentence of the report's introduction."""
+    parts = []
+    if s.get("holdout") is not None:
+        parts.append(
+            f" {100 * s['holdout']:g} % of the observed entries are hidden (drawn with "
+            f"holdout_seed {s['holdout_seed']}) and scored as the held-out error."
+        )
+    if s.get("missing_values") == "nan":
+        parts.append(" NaN entries are missing: neither fitted nor scored.")
+    zeros = s.get("sparse_zeros")
+    if zeros == "observed":
+        parts.append(" V is sparse and its zeros are observed: hidden and fitted like any entry.")
+    elif zeros == "missing":
+        parts.append(" V is sparse and only its stored entries are observed.")
+    return "".join(parts)
+
+
 def holdout_ranking(comparison) -> str:
     """The held-out ranking: each method's median held-out error over the seeds
     where it did not fail, beside predicting zero (1 by definition) and
@@ -232,8 +251,10 @@ def holdout_ranking(comparison) -> str:
         value = entry.get("holdout_error_median")
         if value is None:
             failed.append(entry["method"])
-        else:
-            entries.append((value, entry["method"]))
+            continue
+        ran = entry["n_seeds"] - entry["n_failed"]
+        seeds = "" if ran == entry["n_seeds"] else f" ({ran} of {entry['n_seeds']} seeds)"
+        entries.append((value, entry["method"] + seeds))
     entries.sort(key=lambda e: e[0])
     lines = [
         "| rank | method or trivial prediction | held-out error |",
@@ -287,7 +308,7 @@ def markdown(comparison, quick=False) -> str:
         f"{s['n_components']}; nmf_sc at {sparse or '—'}, sparse_nmf at alpha "
         f"{s['sparse_nmf_alpha']:g}. Seeds {seeds}: for each seed every method starts "
         "from the same W0, H0."
-    )
+    ) + _holdout_setup(s)
     blocks = [
         title,
         intro,

@@ -37,7 +37,7 @@ class Comparison:
     summary : list of dict
         One entry per method: ``n_seeds``, ``<key>_median``, ``<key>_min`` and
         ``<key>_max`` for every numeric key of the rows over its runs that did
-        not fail, ``n_converged``, ``stop_reasons`` and
+        not fail, ``n_converged``, ``n_failed``, ``stop_reasons`` and
         (for ``sklearn_cd_l1``) ``matched`` (e.g. ``"3/3"``).
     runs : dict
         ``(method, seed) -> Run`` with the factors ``W``, ``H`` and the curve.
