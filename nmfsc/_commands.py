@@ -285,7 +285,12 @@ def run_fit(args):
     )
     check_n_components(V, args.n_components, source=args.data)
     check_factor_memory(V, args.n_components, source=args.data)
-    stopping = {"max_iter": args.max_iter, "tol": args.tol, "max_time": args.max_time}
+    stopping = {
+        "max_iter": args.max_iter,
+        "tol": args.tol,
+        "stationarity_tol": args.stationarity_tol,
+        "max_time": args.max_time,
+    }
     V, mask = _observed(V, args)
     device = getattr(args, "device", "cpu")
     data_on_device = V

@@ -296,6 +296,7 @@ class _Saved:
 
     def __init__(self, calls):
         self.calls = calls
+        self.rows = [{"method": "nmf_sc", "stop_reason": "tol"}]
 
     def to_markdown(self):
         return "| method | error |\n"

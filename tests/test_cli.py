@@ -413,6 +413,7 @@ def test_top_level_help_names_the_subcommands(capsys):
 class _FakeComparison:
     def __init__(self, calls):
         self.calls = calls
+        self.rows = [{"method": "nmf_sc", "stop_reason": "tol"}]
 
     def to_markdown(self):
         return "| method | error |\n|---|---|\n| nmf_sc | 0.1 |"

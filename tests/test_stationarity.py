@@ -1,5 +1,6 @@
 """The stationarity measure: the projected gradient of nmf_sc's problem."""
 
+import json
 import warnings
 
 import numpy as np
@@ -114,3 +115,56 @@ def test_compare_shows_it_for_the_squared_error_fits(problem):
     assert rows["nmf_divergence"]["stationarity"] is None
     assert rows["sklearn_cd_l1"]["stationarity"] is None  # a penalised objective
     assert "| stationarity |" in result.to_markdown()
+
+
+def test_stationarity_tol_stops_only_where_the_fit_is_stationary(problem):
+    rate = _fit(problem, sparseness_w=0.6, tol=1e-4)
+    strict = _fit(problem, sparseness_w=0.6, tol=1e-4, stationarity_tol=1e-6)
+    assert rate.stop_reason == strict.stop_reason == "tol" and strict.converged
+    assert rate.stationarity > 1e-6 >= strict.stationarity
+    assert strict.n_iter > rate.n_iter and strict.n_iter % 10 == 0  # checked every window
+    assert strict.params["stationarity_tol"] == 1e-6 and rate.params["stationarity_tol"] is None
+
+
+def test_a_stalled_start_is_never_called_converged(problem):
+    """A sample whose coefficients start at zero stays dead under multiplicative
+    updates although a coefficient would lower E: the rate rule calls that
+    converged, the stationarity rule does not."""
+    rng = np.random.default_rng(3)
+    W0, H0 = rng.random((30, 3)), rng.random((3, 25))
+    H0[:, 5] = 0.0
+    start = {"init": "custom", "W_init": W0, "H_init": H0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nmfsc.DegenerateFitWarning)
+        rate = nmfsc.nmf_euclidean(problem, 3, tol=1e-4, **start)
+        assert rate.stop_reason == "tol" and rate.dead_samples == 1
+        assert rate.stationarity > 1e-2  # the dead sample's gradient
+        with pytest.warns(nmfsc.ConvergenceWarning):
+            strict = nmfsc.nmf_euclidean(
+                problem, 3, tol=1e-4, stationarity_tol=1e-4, max_iter=500, **start
+            )
+    assert strict.stop_reason == "max_iter" and not strict.converged
+
+
+@pytest.mark.parametrize("call", ["divergence", "masked"])
+def test_stationarity_tol_is_refused_where_it_is_not_measured(problem, call):
+    with pytest.raises(ValueError, match="stationarity_tol is measured for the solvers"):
+        if call == "divergence":
+            nmfsc.nmf_divergence(problem, 3, stationarity_tol=1e-4)
+        else:
+            nmfsc.nmf_sc(problem, 3, sparseness_w=0.5, mask=problem > 0.2, stationarity_tol=1e-4)
+    with pytest.raises(ValueError, match="stationarity_tol must be"):
+        nmfsc.nmf_sc(problem, 3, stationarity_tol=-1.0)
+
+
+def test_the_command_line_takes_stationarity_tol(problem, tmp_path, capsys):
+    from nmfsc.cli import main
+
+    np.save(tmp_path / "v.npy", problem)
+    argv = ["fit", str(tmp_path / "v.npy"), "-k", "3", "--sparseness-w", "0.6"]
+    argv += ["--stationarity-tol", "1e-6", "--no-progress", "--out", str(tmp_path / "f.npz")]
+    assert main(argv) == 0
+    assert "stop reason tol" in capsys.readouterr().out
+    with np.load(tmp_path / "f.npz") as saved:
+        record = json.loads(str(saved["record"]))
+    assert record["params"]["stationarity_tol"] == 1e-6 and record["stationarity"] <= 1e-6

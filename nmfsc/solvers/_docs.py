@@ -66,6 +66,17 @@ OPTIONS = """\
         this way.
     window : int, default 10
         Iterations over which the relative change is measured.
+    stationarity_tol : float or None, default None
+        With a value, the run is converged (stop reason ``"tol"``) only where
+        the fit is stationary to it: where
+        :attr:`~nmfsc.solvers.NMFResult.stationarity` (the projected
+        gradient relative to the gradient's terms, 0 at a stationary point)
+        is at most ``stationarity_tol``, checked every ``window`` iterations;
+        the rate rule of ``tol`` then stops nothing, and a run that never gets
+        there stops by ``max_iter`` or ``max_time``, not converged. For the
+        solvers of the squared error on V in memory without a mask (a
+        ValueError otherwise). None: ``tol``'s rate rule alone (the paper's,
+        which the figures use).
     max_time : float or None, default None
         Wall-clock limit in seconds of the iteration loop, checked before each
         iteration; a resumed run counts the time before its checkpoint (stop

@@ -221,6 +221,13 @@ class Run:
         self.settings = settings = settings.validated(N, M, T)
         self.check_settings()
         self.steps = make_steps(self.data, M)
+        self.last_stationarity_check = None
+        if settings.stationarity_tol is not None and not self.measures_stationarity():
+            raise ValueError(
+                f"stationarity_tol is measured for the solvers of the squared error (nmf_sc, "
+                f"nmf_euclidean) on V in memory without a mask, not for {self.steps.name} "
+                f"here; use tol (the rate of decrease) instead"
+            )
         if not keeps_iterates(settings.callback):  # only the loop holds iterates
             self.steps.reuse_buffers()
         self.factor, self.objective_units = objective_factor(self.scale, self.steps.objective_power)
@@ -358,15 +365,41 @@ class Run:
                 bar.close()
 
     def stop_test(self):
-        """The stop reason before the next iteration (tol, max_iter, max_time), or None."""
+        """The stop reason before the next iteration (tol, max_iter, max_time), or
+        None. With ``stationarity_tol``, "tol" is the fit stationary to it (checked
+        every ``window`` iterations) and the rate rule stops nothing."""
         s = self.settings
-        if tol_reached(self.history, s.window, s.tol):
+        if s.stationarity_tol is None:
+            if tol_reached(self.history, s.window, s.tol):
+                return "tol"
+        elif self.stationary_now():
             return "tol"
         if self.committed[1] >= s.max_iter:
             return "max_iter"
         if s.max_time is not None and time.perf_counter() - self.t0 >= s.max_time:
             return "max_time"
         return None
+
+    def stationary_now(self, every_window=True):
+        """Whether the committed iterate is stationary to ``stationarity_tol``:
+        measured at every ``window``-th iteration (False at the others), or
+        now with ``every_window=False``."""
+        iteration = self.committed[1]
+        if every_window and (
+            iteration % self.settings.window or iteration == self.last_stationarity_check
+        ):
+            return False
+        self.last_stationarity_check = iteration
+        state = self.committed[0]
+        W = np.multiply(state["W"], self.scale, dtype=np.float64)
+        value = stationarity(
+            self.V,
+            W,
+            state["H"],
+            sparseness_w=self.params.get("sparseness_w"),
+            sparseness_h=self.params.get("sparseness_h"),
+        )["max"]
+        return bool(value <= self.settings.stationarity_tol)
 
     def advance(self, bar):
         """One step of the solver: record it, show it, ask the callback and save
@@ -377,6 +410,8 @@ class Run:
             show_progress(bar, self.history)
         if reason == "step_size" and falling(self.history, self.settings.window, self.settings.tol):
             return "stalled"
+        if reason == "step_size" and self.settings.stationarity_tol is not None:
+            return "step_size" if self.stationary_now(every_window=False) else "stalled"
         if reason is not None:
             return reason
         if self.callback_stops():
@@ -472,6 +507,7 @@ class Run:
                 "max_iter": s.max_iter,
                 "tol": s.tol,
                 "window": s.window,
+                "stationarity_tol": s.stationarity_tol,
                 "max_time": s.max_time,
             },
             scale=self.scale,
@@ -480,10 +516,14 @@ class Run:
             stationarity=self.stationarity(factors),
         )
 
+    def measures_stationarity(self):
+        """Whether :attr:`NMFResult.stationarity` is measured for this run."""
+        return self.steps.measures_stationarity and isinstance(self.data, DenseData | ScaledData)
+
     def stationarity(self, factors):
         """:attr:`NMFResult.stationarity` of the final factors: for a solver that
         measures it, on data in memory without a mask (see NMFResult); else None."""
-        if not (self.steps.measures_stationarity and isinstance(self.data, DenseData | ScaledData)):
+        if not self.measures_stationarity():
             return None
         return stationarity(
             self.V,

@@ -1,6 +1,6 @@
 """The loop settings every solver takes: defined, documented and validated once.
 
-The fourteen loop keywords are the fields of :class:`LoopSettings` (names,
+The fifteen loop keywords are the fields of :class:`LoopSettings` (names,
 order, defaults) and nowhere else; their documentation is
 :data:`nmfsc.solvers._docs.OPTIONS`. A public solver is written
 ``def solver(V, n_components, *, <its own keywords>, **loop)`` and decorated
@@ -52,6 +52,7 @@ class LoopOptions(TypedDict, total=False):
     max_iter: int
     tol: float
     window: int
+    stationarity_tol: float | None
     max_time: float | None
     callback: Callable[[IterationState], bool | None] | None
     progress: bool
@@ -70,6 +71,7 @@ class LoopSettings:
     max_iter: int = 10000
     tol: float = 1e-5
     window: int = 10
+    stationarity_tol: float | None = None
     max_time: float | None = None
     callback: object = None
     progress: bool = False
@@ -118,6 +120,9 @@ class LoopSettings:
             raise ValueError(f"max_iter must be >= 0, got {max_iter!r}")
         tol = check_nonneg_real(self.tol, "tol")
         window = check_positive_int(self.window, "window")
+        stationarity_tol = check_nonneg_real(
+            self.stationarity_tol, "stationarity_tol", allow_none=True
+        )
         max_time = check_nonneg_real(self.max_time, "max_time", positive=True, allow_none=True)
         if self.callback is not None and not callable(self.callback):
             raise TypeError(f"callback must be callable or None, got {self.callback!r}")
@@ -137,6 +142,7 @@ class LoopSettings:
             max_iter=int(max_iter),
             tol=tol,
             window=window,
+            stationarity_tol=stationarity_tol,
             max_time=max_time,
             checkpoint=None if checkpoint is None else Path(checkpoint),
             checkpoint_every=checkpoint_every,

@@ -82,10 +82,15 @@ def constrained_residual(X, G, axis):
 
 
 def _gradient_terms(V, W, H):
-    """(W H H^T, V H^T, W^T W H, W^T V), the two terms of each gradient."""
-    VHt = V @ H.T
-    WtV = (V.T @ W).T if is_sparse(V) else W.T @ V
-    return W @ (H @ H.T), np.asarray(VHt), (W.T @ W) @ H, np.asarray(WtV)
+    """(W H H^T, V H^T, W^T W H, W^T V) for V / max|V| and W / max|V|, the two
+    terms of each gradient in units where no square overflows or underflows
+    (the ratios are the same at any scale); V itself is not copied."""
+    scale = float(max(V.max(), -V.min())) if V.shape[0] * V.shape[1] else 0.0
+    scale = scale if np.isfinite(scale) and scale > 0 else 1.0
+    W = W / scale
+    VHt = np.asarray(V @ H.T) / scale
+    WtV = np.asarray((V.T @ W).T if is_sparse(V) else W.T @ V) / scale
+    return W, W @ (H @ H.T), VHt, (W.T @ W) @ H, WtV
 
 
 def stationarity(V, W, H, *, sparseness_w=None, sparseness_h=None):
@@ -118,7 +123,7 @@ def stationarity(V, W, H, *, sparseness_w=None, sparseness_h=None):
     """
     W = np.asarray(W, dtype=np.float64)
     H = np.asarray(H, dtype=np.float64)
-    WHHt, VHt, WtWH, WtV = _gradient_terms(V, W, H)
+    W, WHHt, VHt, WtWH, WtV = _gradient_terms(V, W, H)
     G_W, G_H = WHHt - VHt, WtWH - WtV
     R_W = constrained_residual(W, G_W, 0) if sparseness_w is not None else None
     R_H = constrained_residual(H, G_H, 1) if sparseness_h is not None else None
