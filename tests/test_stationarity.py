@@ -24,37 +24,72 @@ def _fit(V, **kwargs):
         return nmfsc.nmf_sc(V, 3, random_state=0, **kwargs)
 
 
-def test_the_constrained_residual_is_the_gradient_less_its_part_along_1_and_x():
+def _brute_force_norm(x, g, free_scale):
+    """||P_T(-g)||, T the tangent cone at x of {y >= 0, ||y||_1/||y||_2 fixed}
+    (and ||y||_2 fixed unless ``free_scale``), by SLSQP."""
+    from scipy.optimize import minimize
+
+    support = x > 0
+    a = np.where(support, 1.0 - x.sum() / (x @ x) * x, 1.0)
+    constraints = [{"type": "eq", "fun": lambda d: a @ d}]
+    if not free_scale:
+        constraints.append({"type": "eq", "fun": lambda d: x @ d})
+    bounds = [(None, None) if s else (0.0, None) for s in support]
+    best = minimize(
+        lambda d: 0.5 * np.sum((d + g) ** 2),
+        np.zeros_like(x),
+        jac=lambda d: d + g,
+        bounds=bounds,
+        constraints=constraints,
+        method="SLSQP",
+        options={"ftol": 1e-14, "maxiter": 500},
+    )
+    return np.linalg.norm(best.x)
+
+
+@pytest.mark.parametrize("free_scale", [True, False], ids=["W-cone", "H-fixed-norm"])
+def test_the_constrained_residual_is_the_projection_onto_the_tangent_cone(free_scale):
     rng = np.random.default_rng(1)
-    X = rng.random((12, 5)) * (rng.random((12, 5)) < 0.6)
-    G = rng.standard_normal((12, 5))
-    R = constrained_residual(X, G, axis=0)
-    for j in range(X.shape[1]):
-        support = X[:, j] > 0
-        basis = np.column_stack([np.ones(support.sum()), X[support, j]])
-        coef, *_ = np.linalg.lstsq(basis, -G[support, j], rcond=None)
-        expected = G[support, j] + basis @ coef
-        assert np.allclose(R[support, j], expected, atol=1e-12)
-        mu = coef[0]
-        assert np.allclose(R[~support, j], np.minimum(G[~support, j] + mu, 0.0), atol=1e-12)
-    assert np.allclose(constrained_residual(X.T, G.T, axis=1), R.T)
+    for _trial in range(20):
+        n = int(rng.integers(3, 9))
+        x = rng.random(n) * (rng.random(n) < 0.7)
+        x[0] = max(x[0], 0.1)  # a support of at least one entry
+        x[1] = max(x[1], 0.2)  # and of two, with unequal entries
+        g = rng.standard_normal(n) * 3
+        r = constrained_residual(x[:, None], g[:, None], 0, free_scale)[:, 0]
+        assert np.linalg.norm(r) == pytest.approx(_brute_force_norm(x, g, free_scale), abs=1e-6)
+    X = rng.random((6, 4))
+    G = rng.standard_normal((6, 4))
+    assert np.array_equal(
+        constrained_residual(X.T, G.T, 1, free_scale), constrained_residual(X, G, 0, free_scale).T
+    )
 
 
 def test_a_kkt_point_has_zero_residual_and_a_descent_direction_does_not():
     x = np.array([0.5, 0.3, 0.2, 0.0, 0.0])
-    mu, nu = 0.7, -1.3
-    g = -(mu + nu * x)  # g + mu 1 + nu x = 0 on the support
+    mu = 0.7
+    a = 1.0 - x.sum() / (x @ x) * x
+    g = -mu * a  # g + mu a = 0 on the support
     g[3:] = [-mu + 0.4, -mu + 2.0]  # off the support: g + mu >= 0
-    assert np.allclose(constrained_residual(x[:, None], g[:, None], 0), 0.0)
+    assert np.allclose(constrained_residual(x[:, None], g[:, None], 0, True), 0.0)
     g[4] = -mu - 0.5  # entering the support would lower f
-    R = constrained_residual(x[:, None], g[:, None], 0)
-    assert R[4, 0] == pytest.approx(-0.5) and np.allclose(R[:4, 0], 0.0)
+    R = constrained_residual(x[:, None], g[:, None], 0, True)
+    assert np.linalg.norm(R) > 0.1
 
 
-def test_the_nonnegative_rule():
-    X = np.array([[1.0, 0.0], [0.0, 2.0]])
-    G = np.array([[0.3, -0.2], [0.5, -1.0]])
-    assert np.array_equal(projected_residual(X, G), [[0.3, -0.2], [0.0, -1.0]])
+def test_equal_entries_are_a_point_and_only_the_scale_of_w_moves():
+    x = np.full(5, 0.4)  # sparseness 0: the set is x's ray (W) or x itself (H)
+    g = np.array([0.3, -0.1, 0.2, 0.5, -0.4])
+    assert np.allclose(constrained_residual(x[:, None], g[:, None], 0, False), 0.0)
+    r = constrained_residual(x[:, None], g[:, None], 0, True)[:, 0]
+    assert np.allclose(r, (g @ x) / (x @ x) * x)
+
+
+def test_the_gradient_mapping_of_a_nonnegative_factor():
+    X = np.array([[1.0, 0.0], [0.0, 1e-80]])
+    G = np.array([[0.3, -0.2], [0.5, 1.0]])
+    R = projected_residual(X, G, 2.0)
+    assert np.array_equal(R, [[0.3, -0.2], [0.0, 2e-80]])  # a tiny entry: a tiny residual
 
 
 def test_an_exact_fit_is_stationary_and_the_measure_is_scale_free(problem):
@@ -76,6 +111,24 @@ def test_it_falls_to_zero_as_a_solver_converges(problem):
     ]
     assert values == sorted(values, reverse=True)
     assert values[0] > 1e-3 and values[-1] < 1e-7
+    with warnings.catch_warnings():  # multiplicative updates: continuously too
+        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        euclidean = [
+            nmfsc.nmf_euclidean(problem, 3, random_state=0, max_iter=n, tol=0).stationarity
+            for n in (100, 1000, 10000)
+        ]
+    assert euclidean == sorted(euclidean, reverse=True) and euclidean[-1] < 1e-5
+
+
+def test_both_factors_constrained_sees_the_scale_of_w():
+    """W's columns are free in scale under nmf_sc: a fit of V = 3 w h with w and
+    h at their sparseness is not stationary (growing w lowers E)."""
+    rng = np.random.default_rng(4)
+    w = nmfsc.project(rng.random(20), nmfsc.l1_for_sparseness(0.6, 20), 1.0)
+    h = nmfsc.project(rng.random(15), nmfsc.l1_for_sparseness(0.5, 15), 1.0)
+    W, H = w[:, None], h[None, :]
+    assert stationarity(3 * W @ H, W, H, sparseness_w=0.6, sparseness_h=0.5)["W"] > 0.1
+    assert stationarity(W @ H, W, H, sparseness_w=0.6, sparseness_h=0.5)["max"] < 1e-12
 
 
 def test_a_rate_rule_stop_is_not_a_stationary_point(problem):

@@ -89,6 +89,15 @@ _WARN_HINT = {
     "interrupted": "interrupted by KeyboardInterrupt; pass checkpoint=... and resume=True "
     "to continue where it stopped",
 }
+#: The hints that differ when ``stationarity_tol`` decides convergence.
+_WARN_HINT_STATIONARITY = {
+    "max_iter": "max_iter={max_iter} reached before the fit was stationary to "
+    "stationarity_tol={stationarity_tol} (it is at {stationarity:.2g}); raise max_iter "
+    "(or loosen stationarity_tol), or resume from a checkpoint with a larger max_iter",
+    "stalled": "its line search found no descent step (step size below 1e-200) at a fit "
+    "that is not stationary to stationarity_tol={stationarity_tol} (it is at "
+    "{stationarity:.2g}); solver='accelerated' minimises the same objective another way",
+}
 #: The end of the "stalled" warning, by the factors' dtype.
 _STALLED_ADVICE = {
     "float32": ": with float32 factors, rounding a trial to float32 costs more than a "
@@ -295,7 +304,12 @@ class Run:
         self.warn_if_degenerate(result, stacklevel + 1)
         if stop in _WARN_HINT:
             s = self.settings
-            hint = _WARN_HINT[stop].format(
+            hints = _WARN_HINT
+            if s.stationarity_tol is not None and stop in _WARN_HINT_STATIONARITY:
+                hints = _WARN_HINT_STATIONARITY
+            hint = hints[stop].format(
+                stationarity_tol=s.stationarity_tol,
+                stationarity=result.stationarity,
                 max_iter=s.max_iter,
                 tol=s.tol,
                 max_time=s.max_time,

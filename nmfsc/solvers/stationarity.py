@@ -4,24 +4,42 @@ For :math:`E(W, H) = \tfrac12 \lVert V - WH \rVert_F^2` the gradients are
 
 .. math:: G_W = W (H H^T) - V H^T, \qquad G_H = (W^T W) H - W^T V .
 
-A non-negative factor X with gradient G is stationary where the *projected
-gradient* vanishes: :math:`G_{ij}` where :math:`X_{ij} > 0`, and
-:math:`\min(G_{ij}, 0)` where :math:`X_{ij} = 0` (a zero entry whose gradient
-is non-negative cannot improve by growing).
+A fit is stationary where no feasible direction lowers E to first order: the
+gradient projected onto the tangent cone of the feasible set is zero. Each
+factor's residual is measured as follows.
 
-A vector x held to given L1 and L2 norms (a column of W under
-``sparseness_w``, a row of H under ``sparseness_h``: the set nmf_sc's
-projection lands on) is stationary where the gradient g satisfies the KKT
-conditions of :math:`\{x \ge 0,\ \lVert x\rVert_1 = l_1,\ \lVert x\rVert_2 = l_2\}`:
+**A non-negative factor** X (no sparseness target): the *gradient mapping*
+:math:`L\,(X - \max(X - G/L, 0))`, entrywise :math:`G_{ij}` where
+:math:`G_{ij} < 0` and :math:`\min(G_{ij}, L X_{ij})` elsewhere, with
+:math:`L` the block's Lipschitz constant (:math:`\lVert HH^T\rVert_2` for W,
+:math:`\lVert W^TW\rVert_2` for H). At an exact zero it is the projected
+gradient :math:`\min(G_{ij}, 0)`; at a tiny positive entry (which
+multiplicative updates approach but never reach) it is tiny, so the measure
+falls continuously as such a fit converges.
 
-.. math:: g + \mu \mathbf 1 + \nu x - \zeta = 0, \quad \zeta \ge 0,\quad \zeta_i x_i = 0 .
+**A vector held to a sparseness** (its entries non-negative, its ratio
+:math:`\lVert x\rVert_1/\lVert x\rVert_2` fixed): a column of W under
+``sparseness_w`` is free in scale (nmf_sc projects each column at its own
+norm), a row of H under ``sparseness_h`` is also held at unit L2 norm. On
+the support S (entries above :data:`SUPPORT_RTOL` times the vector's
+largest, so that rounding leftovers of the projection count as zeros) the
+tangent directions keep the constraints to first order, off it an entry may
+only grow, and the residual is the exact projection of the gradient onto
+that cone, by Moreau's decomposition the distance from :math:`-g` to the
+normal cone:
 
-On the support S (:math:`x_i > 0`), :math:`(\mu, \nu)` is the least-squares
-fit of :math:`-g_S` by :math:`\mathbf 1_S` and :math:`x_S`, and the residual
-:math:`r_S = g_S + \mu \mathbf 1_S + \nu x_S` is the part of the gradient in
-the tangent space of the set; off the support :math:`r_i = \min(g_i + \mu, 0)`
-(an entry that would lower E by entering the support). The residual is the
-gradient projected onto the set's tangent cone.
+.. math:: \min_{\mu} \; \lVert P (g_S + \mu a_S) \rVert^2
+          + \sum_{i \notin S} \min(g_i + \mu, 0)^2 ,
+
+with :math:`a = \mathbf 1 - (\lVert x\rVert_1/\lVert x\rVert_2^2)\, x` the
+gradient of the ratio's constraint on S and P the identity for W's columns;
+for H's rows :math:`a = \mathbf 1_S` and P removes the component along
+:math:`x_S` (the L2 norm's multiplier, eliminated in closed form). The
+minimum over :math:`\mu` of this convex piecewise quadratic is found exactly
+from the sorted breakpoints :math:`-g_i` (:func:`_min_over_mu`). A vector
+whose support entries are all equal (sparseness 0 on a full support, 1 on a
+single entry) sits where the constraint is degenerate and its set is a point
+(a ray for W's columns): only W's scale direction counts there.
 
 :func:`stationarity` reports, for each factor, the norm of its residual
 relative to the norms of the gradient's two terms,
@@ -29,10 +47,9 @@ relative to the norms of the gradient's two terms,
 .. math:: \rho_W = \frac{\lVert R_W \rVert_F}
                          {\lVert W H H^T \rVert_F + \lVert V H^T \rVert_F},
 
-(and :math:`\rho_H` alike), and their maximum. Each ratio lies in [0, 1] up to
-rounding, is the same at any scale of V, W and H, needs no start to compare
-with (so a resumed run reports the same), and is 0 exactly at a stationary
-point.
+(and :math:`\rho_H` alike), and their maximum. Each ratio is the same at
+any scale of V, W and H, needs no start to compare with (so a resumed run
+reports the same), and is 0 at a stationary point.
 """
 
 from __future__ import annotations
@@ -41,50 +58,90 @@ import numpy as np
 
 from nmfsc.solvers._data import is_sparse
 
-__all__ = ["constrained_residual", "projected_residual", "stationarity"]
+__all__ = ["SUPPORT_RTOL", "constrained_residual", "projected_residual", "stationarity"]
+
+#: Entries of a constrained vector at most this times its largest are zeros.
+SUPPORT_RTOL = 1e-10
+#: Relative size below which a constraint's gradient on the support vanishes.
+_DEGENERATE = 1e-12
 
 
-def projected_residual(X, G):
-    """The projected gradient of a non-negative factor X (entrywise): G where
-    X > 0, min(G, 0) where X = 0."""
-    return np.where(X > 0, G, np.minimum(G, 0.0))
+def projected_residual(X, G, lipschitz):
+    """The gradient mapping of a non-negative factor X (module docstring):
+    G where G < 0, min(G, L X) elsewhere, with L = ``lipschitz``."""
+    return np.where(G < 0, G, np.minimum(G, lipschitz * X))
 
 
-def constrained_residual(X, G, axis):
+def _min_over_mu(A, B, C, b):
+    r"""``(value, mu)``: the minimum over :math:`\mu` of
+    :math:`A\mu^2 + 2B\mu + C + \sum_i \max(b_i - \mu, 0)^2` (A >= 0).
+
+    Its half-derivative :math:`(A + m)\mu + B - \sum_{b_i > \mu} b_i` (m the
+    count of :math:`b_i > \mu`) is increasing and piecewise linear: with b
+    sorted in decreasing order its root lies where the active count m makes
+    :math:`\mu_m = (\sum_{j \le m} b_j - B) / (A + m)` fall in
+    :math:`[b_{m+1}, b_m)`."""
+    b = np.sort(b)[::-1]
+    sums = np.concatenate(([0.0], np.cumsum(b)))
+    m = np.arange(b.size + 1)
+    denominator = A + m
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu = (sums - B) / denominator
+    upper = np.concatenate(([np.inf], b))
+    lower = np.concatenate((b, [-np.inf]))
+    valid = (denominator > 0) & (mu >= lower) & (mu < upper)
+    if valid.any():
+        best = mu[np.argmax(valid)]
+    else:  # A = 0 and no active term at the minimum: f is flat there (B = 0)
+        best = b[0] if b.size else 0.0
+    value = A * best * best + 2 * B * best + C + float(np.sum(np.maximum(b - best, 0.0) ** 2))
+    return max(value, 0.0), best
+
+
+def _vector_residual(x, g, free_scale):
+    """The residual of one constrained vector (module docstring)."""
+    r = np.zeros_like(g)
+    peak = x.max() if x.size else 0.0
+    if peak <= 0:  # an all-zero vector: only non-negativity binds
+        return np.minimum(g, 0.0)
+    support = x > SUPPORT_RTOL * peak
+    xs, gs, off = x[support], g[support], ~support
+    l1, l2sq = xs.sum(), float(xs @ xs)
+    # The ratio's gradient on the support, (1 - (l1 / l2^2) x) / l2, is orthogonal
+    # to x, so it is also P 1 when the L2 norm is held (P removing x's direction).
+    a = 1.0 - (l1 / l2sq) * xs
+    v = gs if free_scale else gs - (float(gs @ xs) / l2sq) * xs
+    if float(a @ a) <= _DEGENERATE * xs.size:  # equal entries: the set is a point (a ray)
+        if free_scale:
+            r[support] = (float(gs @ xs) / l2sq) * xs  # the scale direction
+        return r
+    A, B, C = float(a @ a), float(a @ v), float(v @ v)
+    _, mu = _min_over_mu(A, B, C, -g[off])
+    r[support] = v + mu * a
+    r[off] = np.minimum(g[off] + mu, 0.0)
+    return r
+
+
+def constrained_residual(X, G, axis, free_scale):
     r"""The gradient G projected onto the tangent cone of the set that holds each
-    column (``axis=0``) or row (``axis=1``) of X to its L1 and L2 norms and to
-    non-negative entries (module docstring). An all-zero vector is left to the
-    non-negative rule (:func:`projected_residual`)."""
-    if axis == 1:
-        return constrained_residual(X.T, G.T, 0).T
+    column (``axis=0``) or row (``axis=1``) of X to its sparseness and to
+    non-negative entries; ``free_scale``: the vectors' norms are free (W's
+    columns under ``sparseness_w``), else held too (H's rows under
+    ``sparseness_h``). See the module docstring."""
     X = np.asarray(X, dtype=np.float64)
     G = np.asarray(G, dtype=np.float64)
-    support = X > 0
-    count = support.sum(axis=0)
-    ones_g = np.where(support, G, 0.0).sum(axis=0)
-    x_g = (X * G).sum(axis=0)
-    x_1 = X.sum(axis=0)
-    x_x = (X * X).sum(axis=0)
-    # Least squares of -g_S by [1_S, x_S]: the 2 x 2 normal equations per vector.
-    det = count * x_x - x_1 * x_1
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mu = np.where(det > 0, -(x_x * ones_g - x_1 * x_g) / det, 0.0)
-        nu = np.where(det > 0, -(count * x_g - x_1 * ones_g) / det, 0.0)
-    # One entry (det = 0): x_S is a multiple of 1_S, fit by mu alone.
-    single = (det <= 0) & (count > 0)
-    mu = np.where(single, -ones_g / np.maximum(count, 1), mu)
-    nu = np.where(single, 0.0, nu)
-    residual = np.where(support, G + mu + nu * X, np.minimum(G + mu, 0.0))
-    empty = count == 0
-    if empty.any():
-        residual[:, empty] = projected_residual(X[:, empty], G[:, empty])
-    return residual
+    if axis == 1:
+        return constrained_residual(X.T, G.T, 0, free_scale).T
+    R = np.empty_like(G)
+    for j in range(X.shape[1]):
+        R[:, j] = _vector_residual(X[:, j], G[:, j], free_scale)
+    return R
 
 
 def _gradient_terms(V, W, H):
-    """(W H H^T, V H^T, W^T W H, W^T V) for V / max|V| and W / max|V|, the two
-    terms of each gradient in units where no square overflows or underflows
-    (the ratios are the same at any scale); V itself is not copied."""
+    """(W, W H H^T, V H^T, W^T W H, W^T V) for V / max|V| and W / max|V|, the
+    two terms of each gradient in units where no square overflows or
+    underflows (the ratios are the same at any scale); V is not copied."""
     scale = float(max(V.max(), -V.min())) if V.shape[0] * V.shape[1] else 0.0
     scale = scale if np.isfinite(scale) and scale > 0 else 1.0
     W = W / scale
@@ -102,8 +159,8 @@ def stationarity(V, W, H, *, sparseness_w=None, sparseness_h=None):
     W : ndarray, shape (N, M)
     H : ndarray, shape (M, T)
     sparseness_w, sparseness_h : float, optional
-        Whether W's columns (H's rows) are held to a sparseness, i.e. to their
-        L1 and L2 norms; None: that factor is only non-negative.
+        Whether W's columns (H's rows) are held to a sparseness; None: that
+        factor is only non-negative.
 
     Returns
     -------
@@ -125,10 +182,14 @@ def stationarity(V, W, H, *, sparseness_w=None, sparseness_h=None):
     H = np.asarray(H, dtype=np.float64)
     W, WHHt, VHt, WtWH, WtV = _gradient_terms(V, W, H)
     G_W, G_H = WHHt - VHt, WtWH - WtV
-    R_W = constrained_residual(W, G_W, 0) if sparseness_w is not None else None
-    R_H = constrained_residual(H, G_H, 1) if sparseness_h is not None else None
-    R_W = projected_residual(W, G_W) if R_W is None else R_W
-    R_H = projected_residual(H, G_H) if R_H is None else R_H
+    if sparseness_w is not None:
+        R_W = constrained_residual(W, G_W, 0, free_scale=True)
+    else:
+        R_W = projected_residual(W, G_W, np.linalg.norm(H @ H.T, 2))
+    if sparseness_h is not None:
+        R_H = constrained_residual(H, G_H, 1, free_scale=False)
+    else:
+        R_H = projected_residual(H, G_H, np.linalg.norm(W.T @ W, 2))
     out = {}
     for name, R, a, b in (("W", R_W, WHHt, VHt), ("H", R_H, WtWH, WtV)):
         scale = float(np.linalg.norm(a) + np.linalg.norm(b))
