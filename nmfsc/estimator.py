@@ -101,6 +101,13 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         ``"tol"``.
     window : int, default 10
         Iterations over which the relative change is measured.
+    stationarity_tol : float or None, default None
+        With a value, ``fit`` is converged only where the fit is stationary to
+        it (:attr:`nmfsc.NMFResult.stationarity`, checked every ``window``
+        iterations; see :func:`nmfsc.nmf_sc`): ``tol`` then stops nothing in
+        ``fit``, and a fit that never gets there stops by ``max_iter`` or
+        ``max_time``. Not with ``missing_values`` or data on a GPU (a
+        ValueError). ``transform`` keeps the rule of ``tol``.
     max_time : float or None, default None
         Wall-clock limit in seconds of each solve.
     random_state : None, int or numpy.random.Generator, default None
@@ -202,6 +209,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         max_iter: int = 10000,
         tol: float = 1e-5,
         window: int = 10,
+        stationarity_tol: float | None = None,
         max_time: float | None = None,
         random_state: Any = None,
         progress: bool = False,
@@ -215,6 +223,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.max_iter = max_iter
         self.tol = tol
         self.window = window
+        self.stationarity_tol = stationarity_tol
         self.max_time = max_time
         self.random_state = random_state
         self.progress = progress
@@ -269,9 +278,11 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                 "sparseness_coefficients=None"
             )
 
-    def _loop_options(self, stop: InitialObjectiveStop) -> dict[str, Any]:
-        """The solver loop's settings, the same for fit and transform."""
-        return {
+    def _loop_options(self, stop: InitialObjectiveStop, fitting: bool = False) -> dict[str, Any]:
+        """The solver loop's settings, the same for fit and transform but for
+        ``stationarity_tol``, which decides ``fit``'s convergence instead of
+        ``stop`` (scikit-learn's rule of ``tol``)."""
+        options = {
             "random_state": self.random_state,
             "max_iter": self.max_iter,
             "tol": self.tol,
@@ -280,6 +291,9 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             "progress": self.progress,
             "callback": stop,
         }
+        if fitting and self.stationarity_tol is not None:
+            options.update(stationarity_tol=self.stationarity_tol, callback=None)
+        return options
 
     def _custom_start(self, X: Any, W: ArrayLike | None, H: ArrayLike | None) -> dict[str, Any]:
         """nmf_sc's W_init / H_init from scikit-learn's W (samples x components)
@@ -360,7 +374,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             init=self.init,
             mask=None if mask is None else mask.T,
             **self._custom_start(data, W, H),
-            **self._loop_options(stop),
+            **self._loop_options(stop, fitting=True),
         )
         result = stop.relabel(result)
         Z = result.H.T

@@ -221,3 +221,19 @@ def test_the_command_line_takes_stationarity_tol(problem, tmp_path, capsys):
     with np.load(tmp_path / "f.npz") as saved:
         record = json.loads(str(saved["record"]))
     assert record["params"]["stationarity_tol"] == 1e-6 and record["stationarity"] <= 1e-6
+
+
+def test_the_estimator_takes_stationarity_tol(problem):
+    X = problem.T  # scikit-learn's orientation
+    model = nmfsc.SparseNMF(
+        3, sparseness_components=0.6, solver="accelerated", stationarity_tol=1e-8, random_state=0
+    )
+    model.fit(X)
+    assert model.result_.converged and model.result_.stationarity <= 1e-8
+    assert model.get_params()["stationarity_tol"] == 1e-8
+    assert model.transform(X).shape == (X.shape[0], 3)  # transform keeps tol's rule
+    holes = X.copy()
+    holes[0, 0] = np.nan
+    masked = nmfsc.SparseNMF(3, missing_values=np.nan, stationarity_tol=1e-8, random_state=0)
+    with pytest.raises(ValueError, match="stationarity_tol is measured for the solvers"):
+        masked.fit(holes)
