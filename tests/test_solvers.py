@@ -73,7 +73,16 @@ def test_estimator_loop_defaults_are_the_loop_settings_defaults():
 
     params = inspect.signature(nmfsc.SparseNMF).parameters
     shared = set(params) & set(LoopSettings.names())
-    assert shared == {"max_iter", "tol", "window", "max_time", "random_state", "progress", "init"}
+    assert shared == {
+        "max_iter",
+        "tol",
+        "window",
+        "stationarity_tol",
+        "max_time",
+        "random_state",
+        "progress",
+        "init",
+    }
     for name in shared:
         assert params[name].default == getattr(LoopSettings(), name)
 
