@@ -51,6 +51,7 @@ from nmfsc.comparison._methods import (
     sklearn_available,
     starting_point,
 )
+from nmfsc.comparison._report import CONVERGED
 from nmfsc.scores import locality, orientation, sparseness_summary
 from nmfsc.solvers import ConvergenceWarning, DegenerateFitWarning
 from nmfsc.solvers.framework import degenerate_counts, is_sparse
@@ -224,7 +225,7 @@ def failure_note(method, error, what, stop_reason):
         return ""
     value = "not finite" if error is None or not np.isfinite(error) else f"{error:.3g} > 1"
     note = f"failed: {what} {value}, worse than predicting zero (W H = 0)"
-    if stop_reason in ("tol", "step_size"):
+    if stop_reason in CONVERGED:
         note += f", although its stopping rule ({stop_reason}) was met"
     if method not in SKLEARN_METHODS and not solver(method).squared_error:
         note += (

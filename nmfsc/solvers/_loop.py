@@ -405,15 +405,8 @@ class Run:
             return False
         self.last_stationarity_check = iteration
         state = self.committed[0]
-        W = np.multiply(state["W"], self.scale, dtype=np.float64)
-        value = stationarity(
-            self.V,
-            W,
-            state["H"],
-            sparseness_w=self.params.get("sparseness_w"),
-            sparseness_h=self.params.get("sparseness_h"),
-        )["max"]
-        return bool(value <= self.settings.stationarity_tol)
+        W = np.multiply(state["W"], self.scale, dtype=np.float64)  # in V's units
+        return bool(self.stationarity({"W": W, "H": state["H"]}) <= self.settings.stationarity_tol)
 
     def advance(self, bar):
         """One step of the solver: record it, show it, ask the callback and save
