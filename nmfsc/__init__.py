@@ -11,7 +11,7 @@ from nmfsc import (
 from nmfsc._version import __version__ as __version__
 from nmfsc.comparison import Comparison, compare
 from nmfsc.estimator import SparseNMF
-from nmfsc.projection import project, project_batch
+from nmfsc.projection import project, project_average, project_batch
 from nmfsc.readers import DataFileError, read_matrix
 from nmfsc.scores import locality, orientation, sparseness_summary, summarize_scores
 from nmfsc.solvers import (
@@ -44,6 +44,7 @@ __all__ = [
     "nmf_sc",
     "orientation",
     "project",
+    "project_average",
     "project_batch",
     "read_matrix",
     "sparse_nmf",

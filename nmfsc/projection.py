@@ -48,6 +48,15 @@ entries), whose sums are added in order, so the bits are the same on any
 number of threads. (The paper's method, and a fast one asked for its
 passes, run on one thread.)
 
+:func:`project_average` holds a group of vectors (the columns of W, or the
+rows of H) at a sparseness *on average* (Ohib, Gillis et al., TMLR 2022),
+each at its own norm and free to differ from the others: the exact closest
+point. The vectors are thresholded as in ``project``, each at
+``mu / l_i`` for one multiplier ``mu`` shared by all, found by bisection over
+the vectors' breakpoints and then Newton's method (kernel
+:mod:`nmfsc._kernels.grouped`); its docstring has the derivation and the proof
+that the point is the global solution.
+
 Computation is in float64 whatever the input dtype (float32 input is accepted
 and converted); the results are float64.
 
@@ -60,6 +69,7 @@ same error either way.
 from __future__ import annotations
 
 import math
+import numbers
 import threading
 from typing import Literal, TypeGuard, overload
 
@@ -67,11 +77,12 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from nmfsc._kernels import grouped as _g
 from nmfsc._kernels import projection as _k
 from nmfsc._threads import threads
-from nmfsc._validation import as_float_array, reject_masked
+from nmfsc._validation import as_float_array, check_sparseness, reject_masked
 
-__all__ = ["project", "project_batch", "register_array_projection"]
+__all__ = ["project", "project_average", "project_batch", "register_array_projection"]
 
 _METHODS = {"hoyer": _k.METHOD_HOYER, "fast": _k.METHOD_FAST}
 # Relative slack on the feasibility test L2 <= L1 <= sqrt(n) L2, so that targets
@@ -501,3 +512,201 @@ def _project_batch_checked(X, l1, l2, axis, nonneg, method, parallel, return_pas
     result = out.T if axis == 0 else out
     result = np.ascontiguousarray(result)
     return (result, passes) if return_passes else result
+
+
+def project_average(
+    X: ArrayLike,
+    sparseness: float,
+    *,
+    axis: int = 0,
+    norms: ArrayLike | None = None,
+) -> NDArray[np.float64]:
+    r"""The closest non-negative vectors to ``X``'s columns (or rows) whose
+    sparseness is ``sparseness`` *on average*, each at its own norm.
+
+    The group constraint of Ohib, Gillis et al., "Explicit group sparse
+    projection with applications to deep learning and NMF" (TMLR 2022): the
+    vectors share a budget of sparseness, and each takes what suits it.
+    With :math:`\sigma(y) = (\sqrt n - \|y\|_1 / \|y\|_2) / (\sqrt n - 1)`
+    (:func:`nmfsc.sparseness`), the result is the exact solution of
+
+    .. math::
+
+        \min_{Y} \|X - Y\|_F^2 \quad \text{s.t.} \quad y_i \ge 0, \quad
+        \|y_i\|_2 = l_i, \quad \frac{1}{r} \sum_{i=1}^{r} \sigma(y_i) = s,
+
+    over the r vectors :math:`y_i` of length n (``s``: ``sparseness``).
+
+    Parameters
+    ----------
+    X : array_like, shape (n_rows, n_cols)
+        Any finite real matrix (it need not be non-negative); float32 is
+        accepted, the result is float64.
+    sparseness : float
+        The target mean sparseness s, in [0, 1].
+    axis : {0, 1}, default 0
+        0: the vectors are the columns (length ``n_rows``, as the columns of W
+        in NMF); 1: the rows (as the rows of H).
+    norms : None, float or array_like, default None
+        The L2 norms :math:`l_i`: one for all vectors, or one per vector, each
+        finite and >= 0. ``None``: every vector's own L2 norm (the solvers keep
+        W's columns "at their own norm"; H's rows take ``norms=1.0``). A vector
+        with :math:`l_i = 0` (with ``None``: a vector of zeros) stays zero and
+        is left out of the mean, where its sparseness would be undefined; if
+        every vector is, the result is all zeros.
+
+    Returns
+    -------
+    Y : ndarray of float64, the shape of X
+        The closest point. Vectors whose largest entries tie share them as
+        :func:`project` does, earlier indices first, so the result is
+        deterministic: the same input gives the same bits.
+
+    Raises
+    ------
+    ValueError
+        For NaN or infinity in ``X`` or ``norms``, a negative norm, ``norms``
+        of the wrong length, ``X`` not 2-D or empty, vectors of length 1
+        (their sparseness is undefined: n >= 2 is needed), ``sparseness``
+        outside [0, 1], ``axis`` not 0 or 1, and (``norms=None``) a norm of X's
+        vectors that overflows float64.
+    TypeError
+        For non-numeric ``X``, ``sparseness`` or ``norms``, and masked arrays.
+
+    See Also
+    --------
+    project_batch : every vector at the same sparseness.
+
+    Notes
+    -----
+    *Reduction.* With the norms fixed, :math:`\|x_i - y_i\|^2 = \|x_i\|^2 +
+    l_i^2 - 2 \langle x_i, y_i \rangle`, and :math:`\sigma(y_i)` is affine in
+    :math:`\|y_i\|_1 / l_i`. The problem is therefore
+
+    .. math::
+
+        \max_Y \sum_i \langle x_i, y_i \rangle \quad \text{s.t.} \quad
+        y_i \ge 0, \quad \|y_i\|_2 = l_i, \quad
+        \sum_i \frac{\|y_i\|_1}{l_i} = K = r \left(\sqrt n - s (\sqrt n - 1)\right).
+
+    *One multiplier.* The Lagrangian :math:`L(Y, \mu) = \sum_i \langle x_i -
+    \mu / l_i, y_i \rangle + \mu K` separates. Over :math:`y \ge 0,\ \|y\|_2
+    = l`, :math:`\langle x - \tau, y \rangle` is largest at
+
+    .. math::
+
+        y = l \, \frac{(x - \tau)_+}{\|(x - \tau)_+\|_2}
+        \quad (\tau < \max x), \qquad
+        y = l \, e_{\arg\max x} \quad (\tau \ge \max x),
+
+    with value :math:`l\, g(\tau)`, :math:`g(\tau) = \|(x - \tau)_+\|_2`
+    below :math:`\max x` and :math:`\max x - \tau` above. So every
+    :math:`y_i` is its vector thresholded at :math:`\tau_i = \mu / l_i`: one
+    shared multiplier, a threshold per vector. The dual function
+    :math:`d(\mu) = \sum_i l_i\, g_i(\mu / l_i) + \mu K` is convex, with
+    :math:`d'(\mu) = K - \sum_i \rho_i(\mu)`, where :math:`\rho_i` is the
+    ratio :math:`\|\cdot\|_1 / \|\cdot\|_2` of :math:`(x_i - \mu / l_i)_+`,
+    defined as 1 once :math:`\mu / l_i` reaches :math:`\max x_i` (the vector
+    is then its largest entry alone, :math:`l_i` there). Each
+    :math:`\rho_i` is continuous and non-increasing, from :math:`\sqrt n`
+    (:math:`\mu \to -\infty`: :math:`\mu` may be negative, thresholds below
+    zero make vectors *less* sparse) down to 1, except where the m largest
+    entries of :math:`x_i` tie: there it falls from :math:`\sqrt m` to 1 at
+    :math:`\mu = l_i \max x_i`, where any :math:`y_i \ge 0` on the tied
+    entries is a maximiser; such vectors take the ratio the budget leaves
+    them (each the same fraction of its range :math:`[1, \sqrt m]`), as
+    :func:`project` gives it: ties broken by index, earliest first.
+
+    *Exactness.* For every :math:`\mu` and every feasible Y, :math:`\sum_i
+    \langle x_i, y_i \rangle = L(Y, \mu) \le d(\mu)` (weak duality). At the
+    root :math:`\mu^*` of :math:`\sum_i \rho_i = K` the maximisers above form
+    a feasible :math:`Y^*` with :math:`L(Y^*, \mu^*) = d(\mu^*)`, so no
+    feasible point does better: :math:`Y^*` is the global solution, although
+    the set (a product of spheres) is not convex. At :math:`s = 0` every
+    vector is flat (:math:`l_i / \sqrt n` everywhere), at :math:`s = 1` a
+    single entry, its largest.
+
+    *Computation.* Every vector is sorted once, O(r n log n); bisection over
+    the vectors' breakpoints (the :math:`\mu` where an entry leaves a
+    support) locates the piece holding :math:`\mu^*`, at O(r log n) per
+    evaluation of :math:`\sum_i \rho_i`; within the piece the supports are
+    fixed and the equation is smooth, concave and monotone, and Newton's
+    method from the right end, safeguarded by the bracket, solves it to full
+    float64 precision, the margins :math:`x_{ij} - \tau_i` taken about each
+    support's own mean (never as :math:`S_2 - 2 \tau S_1 + p \tau^2`). The
+    kernel is :mod:`nmfsc._kernels.grouped`. A 361 x 49 matrix (the columns
+    of W for CBCL at 49 components) takes about 0.2 ms (2-core AMD EPYC VM).
+
+    Examples
+    --------
+    Hold 5 columns of a 100 x 5 matrix at sparseness 0.8 on average, each at
+    its own norm:
+
+    >>> import numpy as np
+    >>> from nmfsc import l1_for_sparseness, project_average, project_batch, sparseness
+    >>> X = np.random.default_rng(0).random((100, 5))
+    >>> Y = project_average(X, 0.8)
+    >>> s = sparseness(Y, axis=0)
+    >>> round(float(s.mean()), 10), bool(s.min() < 0.8 < s.max())
+    (0.8, True)
+    >>> norms = np.linalg.norm(X, axis=0)
+    >>> bool(np.all(Y >= 0)), np.allclose(np.linalg.norm(Y, axis=0), norms)
+    (True, True)
+
+    It is at least as close to X as every column at sparseness 0.8:
+
+    >>> S = project_batch(X, l1_for_sparseness(0.8, 100, norms), norms)
+    >>> bool(np.linalg.norm(X - Y) <= np.linalg.norm(X - S))
+    True
+    """
+    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or axis not in (0, 1):
+        raise ValueError(f"axis must be 0 (columns) or 1 (rows), got {axis!r}")
+    target = check_sparseness(sparseness, "sparseness")
+    X = as_float_array(X, "X", ndim=2)
+    vectors = np.ascontiguousarray(X.T if axis == 0 else X)
+    n = vectors.shape[1]
+    what = "column" if axis == 0 else "row"
+    if n < 2:
+        raise ValueError(
+            f"X's {what}s have length 1 (shape {X.shape}, axis={axis}): the sparseness of a "
+            "vector of length 1 is undefined (sqrt(n) - 1 = 0); project_average needs n >= 2"
+        )
+    lengths = _average_norms(norms, vectors, what)
+    out = np.empty_like(vectors)
+    sorted_rows = np.sort(vectors, axis=1)
+    _g.project_average_rows(vectors, sorted_rows, lengths, target, out, _k.max_filter_passes(n))
+    return np.ascontiguousarray(out.T) if axis == 0 else out
+
+
+def _average_norms(norms, vectors, what):
+    """The norms of :func:`project_average`, one per row of ``vectors``:
+    checked, or (None) each row's own L2 norm, computed without overflow."""
+    count = vectors.shape[0]
+    if norms is None:
+        exponent = np.frexp(np.max(np.abs(vectors), axis=1))[1]
+        scaled = np.ldexp(vectors, -exponent[:, None])
+        with np.errstate(over="ignore"):
+            lengths = np.ldexp(np.sqrt(np.sum(scaled * scaled, axis=1)), exponent)
+        if not np.all(np.isfinite(lengths)):
+            i = int(np.flatnonzero(~np.isfinite(lengths))[0])
+            raise ValueError(
+                f"the L2 norm of X's {what} {i} overflows float64: pass norms= or scale X down"
+            )
+        return lengths
+    reject_masked(norms, "norms")
+    arr = np.asarray(norms)
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
+    ):
+        raise TypeError(f"norms must be None, a real number or one per vector, got {norms!r}")
+    try:
+        lengths = np.broadcast_to(arr.astype(np.float64), (count,)).copy()
+    except ValueError:
+        raise ValueError(
+            f"norms must be a scalar or have one value per {what} ({count}), got shape {arr.shape}"
+        ) from None
+    bad = ~(np.isfinite(lengths) & (lengths >= 0))
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"norms must be finite and >= 0, got {lengths[i]!r} ({what} {i})")
+    return lengths
