@@ -65,6 +65,66 @@ def test_the_constrained_residual_is_the_projection_onto_the_tangent_cone(free_s
     )
 
 
+def _brute_force_average_norm(X, G, free_scale):
+    """||P_T(-G)||, T the tangent cone at X of {Y >= 0, sum_i ||y_i||_1/||y_i||_2
+    fixed} over X's columns (each ||y_i||_2 fixed too unless ``free_scale``), by SLSQP."""
+    from scipy.optimize import minimize
+
+    n, r = X.shape
+    support = X > 0
+    l1, l2 = X.sum(axis=0), np.linalg.norm(X, axis=0)
+    A = np.where(support, (1.0 - l1 / l2**2 * X) / l2, 1.0 / l2)  # the ratios' gradient
+    constraints = [{"type": "eq", "fun": lambda d: np.sum(A * d.reshape(n, r))}]
+    if not free_scale:
+        for j in range(r):
+            held = {"type": "eq", "fun": lambda d, j=j: X[:, j] @ d.reshape(n, r)[:, j]}
+            constraints.append(held)
+    bounds = [(None, None) if s else (0.0, None) for s in support.ravel()]
+    g = G.ravel()
+    best = minimize(
+        lambda d: 0.5 * np.sum((d + g) ** 2),
+        np.zeros(n * r),
+        jac=lambda d: d + g,
+        bounds=bounds,
+        constraints=constraints,
+        method="SLSQP",
+        options={"ftol": 1e-14, "maxiter": 1000},
+    )
+    return np.linalg.norm(best.x)
+
+
+@pytest.mark.parametrize("free_scale", [True, False], ids=["W-cone", "H-fixed-norm"])
+def test_the_average_residual_is_the_projection_onto_its_tangent_cone(free_scale):
+    rng = np.random.default_rng(2)
+    for _trial in range(15):
+        n, r = int(rng.integers(3, 7)), int(rng.integers(2, 4))
+        X = rng.random((n, r)) * (rng.random((n, r)) < 0.7)
+        X[0] = np.maximum(X[0], 0.1)
+        X[1] = np.maximum(X[1], 0.2) + 0.05  # two unequal entries in every column
+        G = rng.standard_normal((n, r)) * 3
+        R = constrained_residual(X, G, 0, free_scale, average=True)
+        expected = _brute_force_average_norm(X, G, free_scale)
+        assert np.linalg.norm(R) == pytest.approx(expected, abs=1e-6)
+        # One shared multiplier allows less than one per column: never a smaller residual.
+        alone = constrained_residual(X, G, 0, free_scale)
+        assert np.linalg.norm(R) >= np.linalg.norm(alone) - 1e-12
+    assert np.array_equal(
+        constrained_residual(X.T, G.T, 1, free_scale, True),
+        constrained_residual(X, G, 0, free_scale, True).T,
+    )
+
+
+def test_one_column_on_average_is_the_column_alone():
+    rng = np.random.default_rng(3)
+    x, g = rng.random((7, 1)), rng.standard_normal((7, 1))
+    for free_scale in (True, False):
+        assert np.allclose(
+            constrained_residual(x, g, 0, free_scale, average=True),
+            constrained_residual(x, g, 0, free_scale),
+            atol=1e-13,
+        )
+
+
 def test_a_kkt_point_has_zero_residual_and_a_descent_direction_does_not():
     x = np.array([0.5, 0.3, 0.2, 0.0, 0.0])
     mu = 0.7

@@ -41,6 +41,15 @@ whose support entries are all equal (sparseness 0 on a full support, 1 on a
 single entry) sits where the constraint is degenerate and its set is a point
 (a ray for W's columns): only W's scale direction counts there.
 
+**Vectors held to a sparseness on average** (``average_sparseness``: only
+the mean over W's columns, or H's rows, is fixed) share one multiplier:
+column i's terms above enter with :math:`\mu / \lVert x_i\rVert_2` (the
+ratio's gradient carries the 1 / L2 norm that one vector alone absorbs into
+its own :math:`\mu`), and the sum over the columns, again a convex
+piecewise quadratic in :math:`\mu`, is minimised exactly
+(:func:`_average_residual`). It is never below the per-vector residual: one
+multiplier for all is a special case of one per vector.
+
 :func:`stationarity` reports, for each factor, the norm of its residual
 relative to the norms of the gradient's two terms,
 
@@ -72,19 +81,21 @@ def projected_residual(X, G, lipschitz):
     return np.where(G < 0, G, np.minimum(G, lipschitz * X))
 
 
-def _min_over_mu(A, B, C, b):
+def _min_over_mu(A, B, C, b, weights=None):
     r"""``(value, mu)``: the minimum over :math:`\mu` of
-    :math:`A\mu^2 + 2B\mu + C + \sum_i \max(b_i - \mu, 0)^2` (A >= 0).
+    :math:`A\mu^2 + 2B\mu + C + \sum_i w_i \max(b_i - \mu, 0)^2` (A >= 0;
+    the weights :math:`w_i > 0` are 1 unless given).
 
-    Its half-derivative :math:`(A + m)\mu + B - \sum_{b_i > \mu} b_i` (m the
-    count of :math:`b_i > \mu`) is increasing and piecewise linear: with b
-    sorted in decreasing order its root lies where the active count m makes
-    :math:`\mu_m = (\sum_{j \le m} b_j - B) / (A + m)` fall in
-    :math:`[b_{m+1}, b_m)`."""
-    b = np.sort(b)[::-1]
-    sums = np.concatenate(([0.0], np.cumsum(b)))
-    m = np.arange(b.size + 1)
-    denominator = A + m
+    Its half-derivative :math:`(A + \sum_{b_i > \mu} w_i)\mu + B - \sum_{b_i > \mu}
+    w_i b_i` is increasing and piecewise linear: with b sorted in decreasing
+    order its root lies where the first m terms are active and
+    :math:`\mu_m = (\sum_{j \le m} w_j b_j - B) / (A + \sum_{j \le m} w_j)` falls
+    in :math:`[b_{m+1}, b_m)`."""
+    order = np.argsort(-b, kind="stable")
+    b = b[order]
+    w = np.ones_like(b) if weights is None else weights[order]
+    sums = np.concatenate(([0.0], np.cumsum(w * b)))
+    denominator = A + np.concatenate(([0.0], np.cumsum(w)))
     with np.errstate(divide="ignore", invalid="ignore"):
         mu = (sums - B) / denominator
     upper = np.concatenate(([np.inf], b))
@@ -94,44 +105,105 @@ def _min_over_mu(A, B, C, b):
         best = mu[np.argmax(valid)]
     else:  # A = 0 and no active term at the minimum: f is flat there (B = 0)
         best = b[0] if b.size else 0.0
-    value = A * best * best + 2 * B * best + C + float(np.sum(np.maximum(b - best, 0.0) ** 2))
+    value = A * best * best + 2 * B * best + C + float(np.sum(w * np.maximum(b - best, 0.0) ** 2))
     return max(value, 0.0), best
+
+
+class _Vector:
+    """One constrained vector's pieces of its residual (module docstring):
+    its support, the ratio's gradient ``a`` on it (times the L2 norm), the
+    gradient ``v`` there (without its component along x when the norm is
+    held) and the gradient ``g`` off it; ``degenerate`` where the support's
+    entries are all equal, ``zero`` for an all-zero vector."""
+
+    def __init__(self, x, g, free_scale):
+        self.g, self.free_scale = g, free_scale
+        peak = x.max() if x.size else 0.0
+        self.zero = not peak > 0
+        if self.zero:
+            return
+        self.support = x > SUPPORT_RTOL * peak
+        xs, gs = x[self.support], g[self.support]
+        l1, self.l2sq = xs.sum(), float(xs @ xs)
+        self.xs, self.gs = xs, gs
+        # The ratio's gradient on the support, (1 - (l1 / l2^2) x) / l2, is orthogonal
+        # to x, so it is also P 1 when the L2 norm is held (P removing x's direction).
+        self.a = 1.0 - (l1 / self.l2sq) * xs
+        self.v = gs if free_scale else gs - (float(gs @ xs) / self.l2sq) * xs
+        self.degenerate = float(self.a @ self.a) <= _DEGENERATE * xs.size
+        self.off = -g[~self.support]  # the breakpoints of the entries off the support
+
+    def residual(self, mu):
+        """The residual at the ratio's multiplier ``mu`` (per unit of 1 / L2 norm)."""
+        if self.zero:  # only non-negativity binds
+            return np.minimum(self.g, 0.0)
+        r = np.zeros_like(self.g)
+        if self.degenerate:  # equal entries: the set is a point (a ray)
+            if self.free_scale:
+                r[self.support] = (float(self.gs @ self.xs) / self.l2sq) * self.xs
+            return r
+        r[self.support] = self.v + mu * self.a
+        r[~self.support] = np.minimum(-self.off + mu, 0.0)
+        return r
 
 
 def _vector_residual(x, g, free_scale):
     """The residual of one constrained vector (module docstring)."""
-    r = np.zeros_like(g)
-    peak = x.max() if x.size else 0.0
-    if peak <= 0:  # an all-zero vector: only non-negativity binds
-        return np.minimum(g, 0.0)
-    support = x > SUPPORT_RTOL * peak
-    xs, gs, off = x[support], g[support], ~support
-    l1, l2sq = xs.sum(), float(xs @ xs)
-    # The ratio's gradient on the support, (1 - (l1 / l2^2) x) / l2, is orthogonal
-    # to x, so it is also P 1 when the L2 norm is held (P removing x's direction).
-    a = 1.0 - (l1 / l2sq) * xs
-    v = gs if free_scale else gs - (float(gs @ xs) / l2sq) * xs
-    if float(a @ a) <= _DEGENERATE * xs.size:  # equal entries: the set is a point (a ray)
-        if free_scale:
-            r[support] = (float(gs @ xs) / l2sq) * xs  # the scale direction
-        return r
-    A, B, C = float(a @ a), float(a @ v), float(v @ v)
-    _, mu = _min_over_mu(A, B, C, -g[off])
-    r[support] = v + mu * a
-    r[off] = np.minimum(g[off] + mu, 0.0)
-    return r
+    vector = _Vector(x, g, free_scale)
+    if vector.zero or vector.degenerate:
+        return vector.residual(0.0)
+    a, v = vector.a, vector.v
+    _, mu = _min_over_mu(float(a @ a), float(a @ v), float(v @ v), vector.off)
+    return vector.residual(mu)
 
 
-def constrained_residual(X, G, axis, free_scale):
+def _average_residual(X, G, free_scale):
+    r"""The residual of X's columns under one constraint on their mean
+    sparseness (``average_sparseness``): each column's terms as alone, with
+    one multiplier :math:`\mu` for all, column i's scaled by :math:`c_i = 1 /
+    \lVert x_i\rVert_2` (the ratio's gradient). The sum over columns of the
+    module docstring's quadratic is minimised over :math:`\mu` at once
+    (:func:`_min_over_mu` with weights :math:`c_i^2` at breakpoints
+    :math:`-g_j / c_i`). Columns whose support entries are all equal count
+    as in :func:`constrained_residual` on their support, and their entries
+    off it take part (they may grow while other columns give up sparseness);
+    all-zero columns are left to non-negativity."""
+    vectors = [_Vector(X[:, j], G[:, j], free_scale) for j in range(X.shape[1])]
+    A = B = C = 0.0
+    breaks, weights = [], []
+    for vector in vectors:
+        if vector.zero:
+            continue
+        c = 1.0 / np.sqrt(vector.l2sq)
+        if not vector.degenerate:
+            A += c * c * float(vector.a @ vector.a)
+            B += c * float(vector.a @ vector.v)
+            C += float(vector.v @ vector.v)
+        breaks.append(vector.off / c)
+        weights.append(np.full(vector.off.size, c * c))
+    mu = 0.0
+    if breaks:
+        _, mu = _min_over_mu(A, B, C, np.concatenate(breaks), np.concatenate(weights))
+    R = np.empty_like(G)
+    for j, vector in enumerate(vectors):
+        c = 0.0 if vector.zero else 1.0 / np.sqrt(vector.l2sq)
+        R[:, j] = vector.residual(mu * c)
+    return R
+
+
+def constrained_residual(X, G, axis, free_scale, average=False):
     r"""The gradient G projected onto the tangent cone of the set that holds each
     column (``axis=0``) or row (``axis=1``) of X to its sparseness and to
     non-negative entries; ``free_scale``: the vectors' norms are free (W's
     columns under ``sparseness_w``), else held too (H's rows under
-    ``sparseness_h``). See the module docstring."""
+    ``sparseness_h``); ``average``: only their mean sparseness is held
+    (:func:`_average_residual`). See the module docstring."""
     X = np.asarray(X, dtype=np.float64)
     G = np.asarray(G, dtype=np.float64)
     if axis == 1:
-        return constrained_residual(X.T, G.T, 0, free_scale).T
+        return constrained_residual(X.T, G.T, 0, free_scale, average).T
+    if average:
+        return _average_residual(X, G, free_scale)
     R = np.empty_like(G)
     for j in range(X.shape[1]):
         R[:, j] = _vector_residual(X[:, j], G[:, j], free_scale)
@@ -150,7 +222,7 @@ def _gradient_terms(V, W, H):
     return W, W @ (H @ H.T), VHt, (W.T @ W) @ H, WtV
 
 
-def stationarity(V, W, H, *, sparseness_w=None, sparseness_h=None):
+def stationarity(V, W, H, *, sparseness_w=None, sparseness_h=None, average_sparseness=False):
     r"""How far ``(W, H)`` is from a stationary point of nmf_sc's problem.
 
     Parameters
@@ -161,6 +233,9 @@ def stationarity(V, W, H, *, sparseness_w=None, sparseness_h=None):
     sparseness_w, sparseness_h : float, optional
         Whether W's columns (H's rows) are held to a sparseness; None: that
         factor is only non-negative.
+    average_sparseness : bool, default False
+        Whether the sparseness is held only on average over W's columns (H's
+        rows), each free to differ: one multiplier for the whole factor.
 
     Returns
     -------
@@ -183,11 +258,11 @@ def stationarity(V, W, H, *, sparseness_w=None, sparseness_h=None):
     W, WHHt, VHt, WtWH, WtV = _gradient_terms(V, W, H)
     G_W, G_H = WHHt - VHt, WtWH - WtV
     if sparseness_w is not None:
-        R_W = constrained_residual(W, G_W, 0, free_scale=True)
+        R_W = constrained_residual(W, G_W, 0, True, average_sparseness)
     else:
         R_W = projected_residual(W, G_W, np.linalg.norm(H @ H.T, 2))
     if sparseness_h is not None:
-        R_H = constrained_residual(H, G_H, 1, free_scale=False)
+        R_H = constrained_residual(H, G_H, 1, False, average_sparseness)
     else:
         R_H = projected_residual(H, G_H, np.linalg.norm(W.T @ W, 2))
     out = {}
