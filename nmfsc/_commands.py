@@ -306,6 +306,7 @@ def run_fit(args):
         "sparseness_h": args.sparseness_h,
         "mask": mask,
         "solver": args.solver,
+        "average_sparseness": args.average_sparseness,
         "random_state": args.seed,
         "progress": not args.no_progress,
         # saved only when the run stops (Ctrl-C included): the next run resumes it

@@ -5,7 +5,7 @@ Usage::
     nmfsc compare DATA [--n-components K] [--sparseness-w S] [--sparseness-h S]
                        [--methods M ...] [--seeds N ...] [--max-iter N] [--tol T]
                        [--image-shape H W] [--samples-as-rows] [--out DIR]
-    nmfsc fit DATA --n-components K [--sparseness-w S] [--sparseness-h S]
+    nmfsc fit DATA --n-components K [--sparseness-w S] [--sparseness-h S] [--average-sparseness]
                    [--solver {hoyer,accelerated}] ... --out FILE.npz
     nmfsc --version
 
@@ -303,6 +303,13 @@ def _add_fit(commands):
         default="cpu",
         help="where to run: cpu, or gpu (CuPy, pip install 'nmfsc[gpu]'; either solver; "
         "V copied to the GPU once, W and H back at the end) (default: cpu)",
+    )
+    parser.add_argument(
+        "--average-sparseness",
+        action="store_true",
+        help="hold --sparseness-w (--sparseness-h) on average over W's columns (H's rows), "
+        "each free to differ, as Ohib, Gillis et al. (2022) do: one shared threshold "
+        "(not with --missing-values or --device gpu)",
     )
     _add_stopping(parser, nmf_sc)
     parser.add_argument(

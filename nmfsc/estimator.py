@@ -121,6 +121,11 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         The algorithm, :func:`nmfsc.nmf_sc`'s ``solver``: "hoyer", the
         paper's, or "accelerated", the same problem from the same start
         solved by block coordinate descent.
+    average_sparseness : bool, default False
+        Hold ``sparseness_components`` (``sparseness_coefficients``) on
+        average over the components only, each free to differ
+        (:func:`nmfsc.nmf_sc`'s ``average_sparseness``; ``transform`` too).
+        In memory, without ``missing_values``.
     progress : bool, default False
         Show a tqdm progress bar.
     missing_values : None or np.nan, default None
@@ -215,6 +220,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         progress: bool = False,
         init: str = "random",
         solver: str = "hoyer",
+        average_sparseness: bool = False,
         missing_values: float | None = None,
     ) -> None:
         self.n_components = n_components
@@ -229,6 +235,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.progress = progress
         self.init = init
         self.solver = solver
+        self.average_sparseness = average_sparseness
         self.missing_values = missing_values
 
     # --- tags (scikit-learn) -------------------------------------------------
@@ -371,6 +378,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             sparseness_w=s_w,
             sparseness_h=s_h,
             solver=self._check_solver(),
+            average_sparseness=self.average_sparseness,
             init=self.init,
             mask=None if mask is None else mask.T,
             **self._custom_start(data, W, H),
@@ -416,6 +424,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             X.T,
             self.components_.T,
             sparseness_h=s_h,
+            average_sparseness=self.average_sparseness is True and s_h is not None,
             mask=None if mask is None else mask.T,
             **self._loop_options(stop),
         )

@@ -227,7 +227,7 @@ def test_sweeps_never_raise_f_and_keep_r_equal_to_g_x(rule):
         for start in range(0, M, rowblocks.BLOCK):
             stop = min(M, start + rowblocks.BLOCK)
             decrease, kept = rowblocks.sweep_block(
-                X, R, G, A, rule, l1, 50, b, new, D, start, stop, decrease
+                X, R, G, A, rule, np.full(M, l1), 50, b, new, D, start, stop, decrease
             )
             unchanged += kept
             rowblocks.update_r(R, G, D, start, stop, 0, n)

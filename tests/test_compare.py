@@ -53,9 +53,10 @@ def result(data):
 def test_exports_and_method_names():
     assert nmfsc.compare is nmfsc.comparison.compare and nmfsc.Comparison is Comparison
     assert {"compare", "Comparison"} <= set(nmfsc.__all__)
-    assert METHODS[:6] == (
+    assert METHODS[:7] == (
         "nmf_sc",
         "nmf_sc_accelerated",
+        "nmf_sc_accelerated_average",
         "nmf_euclidean",
         "nmf_divergence",
         "local_nmf",

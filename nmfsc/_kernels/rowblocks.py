@@ -94,8 +94,8 @@ def sweep_block(X, R, G, A, rule, l1, max_passes, b, new, D, start, stop, decrea
     :func:`update_r` to bring up to date.
 
     X (M x n, float64 or float32) is updated; R (M x n, float64) must hold
-    G X as of the block's start. ``l1``: the L1 norm of the unit rows
-    (RULE_UNIT, RULE_SCALED). ``b``, ``new`` (n, float64) are scratch; ``D``
+    G X as of the block's start. ``l1`` (M, float64): the L1 norm of each
+    unit row (RULE_UNIT, RULE_SCALED). ``b``, ``new`` (n, float64) are scratch; ``D``
     (BLOCK x n, float64) receives the changes of the block's rows (zero for
     a row left as it was), which :func:`update_r` reads. Returns (decrease,
     unchanged): ``decrease`` (the sweep's sum so far) plus the block's rows'
@@ -137,7 +137,9 @@ def sweep_block(X, R, G, A, rule, l1, max_passes, b, new, D, start, stop, decrea
             else:
                 # Unguided: early in a run b_k's projection is far sparser
                 # or denser than x_k, and a wrong guide costs a fallback.
-                status, _ = project_vector_guided(b, l1, 1.0, True, METHOD_FAST, new, max_passes, 0)
+                status, _ = project_vector_guided(
+                    b, l1[k], 1.0, True, METHOD_FAST, new, max_passes, 0
+                )
                 accept = status == STATUS_OK
                 if accept and rule == RULE_SCALED:
                     p = 0.0

@@ -538,6 +538,7 @@ class Run:
             factors["H"],
             sparseness_w=self.params.get("sparseness_w"),
             sparseness_h=self.params.get("sparseness_h"),
+            average_sparseness=self.params.get("average_sparseness", False),
         )["max"]
 
     def sparseness(self, X, axis):

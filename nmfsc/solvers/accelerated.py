@@ -65,6 +65,7 @@ from nmfsc._kernels import rowblocks as _rb
 from nmfsc._threads import run_groups, split, threads
 from nmfsc.solvers._objective import expanded_objective
 from nmfsc.solvers.hoyer import HoyerSteps
+from nmfsc.sparseness import l1_for_sparseness
 
 __all__ = ["AcceleratedSteps", "sweep"]
 
@@ -74,6 +75,8 @@ SWEEP_RATIO = 1.0
 SWEEPS_MAX = 10
 #: The sweeps stop when one decreases f by less than this times the first one.
 SWEEP_DELTA = 0.1
+#: With average_sparseness: halvings of the step size before a redistribution is skipped.
+REDISTRIBUTE_HALVINGS = 8
 
 
 def sweep(X, G, A, rule, l1=1.0, sweeps=1, delta=0.0):
@@ -83,9 +86,9 @@ def sweep(X, G, A, rule, l1=1.0, sweeps=1, delta=0.0):
 
     ``rule``: ``rowblocks.RULE_NONNEG`` (HALS), ``RULE_UNIT`` (rows at unit L2
     norm and L1 norm ``l1``) or ``RULE_SCALED`` (rows at that L1/L2 ratio,
-    any norm). The sweeps stop early when one decreases f by at most
-    ``delta`` times the first sweep's decrease (``delta=0``: only when a
-    sweep changes nothing).
+    any norm); ``l1`` is one value for every row or one per row. The sweeps
+    stop early when one decreases f by at most ``delta`` times the first
+    sweep's decrease (``delta=0``: only when a sweep changes nothing).
     """
     X = np.array(X, order="C")
     M, n = X.shape
@@ -93,7 +96,8 @@ def sweep(X, G, A, rule, l1=1.0, sweeps=1, delta=0.0):
     A = np.ascontiguousarray(A)
     # R = G X in float64 whatever X's dtype (the kernel's b_k are float64).
     R = matmul_columns(np.asarray(G, dtype=np.float64), np.asarray(X, dtype=np.float64))
-    rows = _Rows(X, R, G, A, rule, float(l1), _proj.max_filter_passes(n))
+    l1 = np.ascontiguousarray(np.broadcast_to(np.asarray(l1, dtype=np.float64), (M,)))
+    rows = _Rows(X, R, G, A, rule, l1, _proj.max_filter_passes(n))
     blocks = [(start, min(M, start + _rb.BLOCK)) for start in range(0, M, _rb.BLOCK)]
     workers = threads() if M * n >= PARALLEL_ENTRIES and len(blocks) > 1 else 1
     first = None
@@ -226,6 +230,8 @@ class AcceleratedSteps(HoyerSteps):
         return int(min(SWEEPS_MAX, 1 + SWEEP_RATIO * rho))
 
     def step(self, state):
+        if self.average:
+            return self.average_step(state)
         W, H = state["W"], state["H"]
         N, T = self.data.shape
         WtV = self.data.wtv(W)
@@ -249,6 +255,69 @@ class AcceleratedSteps(HoyerSteps):
         energy = expanded_objective(self.vv, HVt, Wt, HHt, columns=False)
         return {"W": W, "H": H}, self.recorded(energy, W, H), None
 
+    def average_step(self, state):
+        """One iteration with ``average_sparseness``. A constrained factor's
+        rows are swept as without it, each row held at its own current
+        sparseness (``RULE_UNIT`` / ``RULE_SCALED`` with one L1 norm per
+        row: a sweep over single rows cannot move sparseness from one row to
+        another), then take one projected gradient step onto the average set
+        (:meth:`redistribute`), which can; an unconstrained factor takes its
+        HALS sweeps. E never rises: each sweep's rows and the step are
+        accepted only where they do not raise it."""
+        W, H = state["W"], state["H"]
+        N, T = self.data.shape
+        WtV = self.data.wtv(W)
+        WtW = self.w_gram(W)
+        if self.proj_h is None:
+            H = sweep(H, WtW, WtV, _rb.RULE_NONNEG, 1.0, self.sweeps(T, N), SWEEP_DELTA)
+            W, H = unit_rows(W, H)
+        else:
+            ratios = self.ratios(H, self.proj_h)
+            H = sweep(H, WtW, WtV, _rb.RULE_UNIT, ratios, self.sweeps(T, N), SWEEP_DELTA)
+            H = self.redistribute(self.proj_h, H, WtW, WtV, own_norm=False)
+        HHt = gram_rows(H)
+        HVt = self.data.hvt(H)
+        Wt = np.ascontiguousarray(W.T)
+        if self.proj_w is None:
+            Wt = sweep(Wt, HHt, HVt, _rb.RULE_NONNEG, 1.0, self.sweeps(N, T), SWEEP_DELTA)
+        else:
+            ratios = self.ratios(Wt, self.proj_w)
+            Wt = sweep(Wt, HHt, HVt, _rb.RULE_SCALED, ratios, self.sweeps(N, T), SWEEP_DELTA)
+            Wt = self.redistribute(self.proj_w, Wt, HHt, HVt, own_norm=True)
+        W = np.ascontiguousarray(Wt.T)
+        energy = expanded_objective(self.vv, HVt, Wt, HHt, columns=False)
+        return {"W": W, "H": H}, self.recorded(energy, W, H), None
+
+    @staticmethod
+    def ratios(X, projector):
+        """Each row's L1 / L2 ratio (the L1 norm it has at unit L2 norm), the
+        target's for an all-zero row."""
+        X = np.asarray(X, dtype=np.float64)
+        l1 = np.abs(X).sum(axis=1)
+        l2 = np.sqrt(np.einsum("ij,ij->i", X, X))
+        target = l1_for_sparseness(projector.sparseness, X.shape[1])
+        return np.where(l2 > 0, l1 / np.where(l2 > 0, l2, 1.0), target)
+
+    def redistribute(self, projector, X, G, A, own_norm):
+        """One projected gradient step on the rows of X for
+        :math:`f(X) = \\tfrac12 \\langle G, XX^T\\rangle - \\langle A, X\\rangle`,
+        projected onto the average set (``projector``; each row at its own
+        norm with ``own_norm``), from the step size 1 / L (L the largest
+        eigenvalue of G), halved at most :data:`REDISTRIBUTE_HALVINGS` times
+        until f does not rise; X itself when no trial lowers it."""
+        X = np.ascontiguousarray(X)
+        before = expanded_objective(self.vv, A, X, G, False, gram_rows(X))
+        D = matmul_columns(np.asarray(G), X, minus=A)
+        mu = 1.0 / _largest(G)
+        for _ in range(REDISTRIBUTE_HALVINGS + 1):
+            trial = projector.step_rows(X, D, mu, None, own_norm)
+            if trial is not None:
+                after = expanded_objective(self.vv, A, trial, G, False, gram_rows(trial))
+                if after <= before:
+                    return np.ascontiguousarray(projector.take())
+            mu /= 2.0
+        return X
+
 
 def unit_rows(W, H):
     """Rows of H scaled to unit L2 norm, W's columns multiplied by the norms
@@ -256,3 +325,9 @@ def unit_rows(W, H):
     norms = np.sqrt(np.einsum("ij,ij->i", H, H))
     safe = np.where(norms > 0, norms, 1.0).astype(H.dtype)
     return np.ascontiguousarray(W * safe), H / safe[:, None]
+
+
+def _largest(G):
+    """The largest eigenvalue of the symmetric positive semi-definite G (1 if it is 0)."""
+    value = float(np.linalg.eigvalsh(np.asarray(G, dtype=np.float64))[-1])
+    return value if value > 0 else 1.0

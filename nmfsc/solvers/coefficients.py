@@ -23,7 +23,7 @@ from nmfsc.solvers._masked_data import MaskedRun
 from nmfsc.solvers._result import NMFResult
 from nmfsc.solvers._settings import LoopOptions, LoopSettings
 from nmfsc.solvers._start import refuse_dead_components
-from nmfsc.solvers.hoyer import HoyerSteps
+from nmfsc.solvers.hoyer import HoyerSteps, check_average_sparseness
 from nmfsc.solvers.masked import MaskedCoefficientSteps
 from nmfsc.solvers.registry import GPU
 
@@ -52,8 +52,11 @@ class CoefficientSteps(HoyerSteps):
     degenerate_hint = None  # W is given: counted in the result, no solver to suggest
     measures_stationarity = False  # W is given, not fitted
 
-    def __init__(self, data, n_components, sparseness_h):
-        super().__init__(data, n_components, None, sparseness_h)
+    def __init__(self, data, n_components, sparseness_h, average_sparseness=False):
+        # By keyword and only when set: a backend's steps (DeviceCoefficientSteps)
+        # take the four arguments of nmf_sc's steps on its data.
+        average = {"average_sparseness": True} if average_sparseness else {}
+        super().__init__(data, n_components, None, sparseness_h, **average)
 
     def refuse_dead(self, W, H):
         """Only H moves: a zero column of the given basis W just gives that
@@ -81,6 +84,7 @@ def fit_coefficients(
     W: ArrayLike,
     *,
     sparseness_h: float | None = None,
+    average_sparseness: bool = False,
     mask: ArrayLike | str | None = None,
     **loop: Unpack[LoopOptions],
 ) -> NMFResult:
@@ -92,7 +96,9 @@ def fit_coefficients(
     from the random draw of ``random_state`` (SPEC's start, W's draw unused).
     With ``sparseness_h`` set, every row of H -- one component's coefficients
     across the T samples of *this* V -- is kept at unit L2 norm and that
-    sparseness, as in nmf_sc; T must then be at least 2. ``loop`` are nmf_sc's
+    sparseness, as in nmf_sc (with ``average_sparseness``, their mean is, as
+    in :func:`nmfsc.nmf_sc`; in memory, without a mask); T must then be at
+    least 2. ``loop`` are nmf_sc's
     loop keywords (:class:`~nmfsc.solvers._settings.LoopSettings`) except
     W_init: the start of W is ``W``. ``mask``: where V was observed, as in
     :func:`nmfsc.nmf_sc` (:class:`nmfsc.solvers.masked.MaskedCoefficientSteps`).
@@ -125,12 +131,18 @@ def fit_coefficients(
     if W_arr.ndim != 2:
         raise ValueError(f"W must be 2-D, got an array with ndim={W_arr.ndim}")
 
+    average = check_average_sparseness(average_sparseness, None, s_h, V, mask)
+
     def make_steps(Vn, M):
+        if average:
+            return CoefficientSteps(Vn, M, s_h, average_sparseness=True)
         return (CoefficientSteps if mask is None else MaskedCoefficientSteps)(Vn, M, s_h)
 
     ratio = _basis_ratio(V, W_arr, s_h, mask)
     settings = dataclasses.replace(settings, W_init=W_arr if ratio is None else W_arr * ratio)
     params = {"sparseness_h": s_h, "fixed_W": True}
+    if average:
+        params["average_sparseness"] = True
     if backend is not None:
         result = dispatch.run_steps(
             CoefficientSteps, V, W_arr.shape[1], params=params, settings=settings, backends=BACKENDS

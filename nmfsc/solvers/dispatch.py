@@ -93,6 +93,14 @@ class SolverSpec:
         :func:`method_name`).
     description : str
         One line that says what it is, for :func:`nmfsc.compare`'s report.
+    fixed_keywords : tuple of (str, value) pairs
+        Keywords the row always passes to its function (e.g.
+        ``average_sparseness=True``): a row that runs a variant on another
+        constraint. Such a row is not what ``solver=`` selects (that is the
+        row of the variant without them).
+    name_suffix : str
+        Appended (after ``_``) to the row's name in :func:`method_name`, so
+        that a row with ``fixed_keywords`` has a name of its own.
     """
 
     name: str
@@ -105,12 +113,15 @@ class SolverSpec:
     squared_error: bool = False
     compared: bool = True
     description: str = ""
+    fixed_keywords: tuple[tuple[str, Any], ...] = ()
+    name_suffix: str = ""
 
     def run(self, V, n_components, **keywords):
-        """Call the public function, with ``solver=`` set for a variant."""
+        """Call the public function, with ``solver=`` set for a variant and the
+        row's :attr:`fixed_keywords`."""
         if self.variant is not None:
             keywords["solver"] = self.variant
-        return self.function(V, n_components, **keywords)
+        return self.function(V, n_components, **keywords, **dict(self.fixed_keywords))
 
 
 @dataclass(frozen=True)
@@ -154,7 +165,9 @@ def backend_for(V) -> Backend | None:
 
 def variant(name: str, solver: str) -> SolverSpec:
     """The entry of ``name``'s variant ``solver``; a ValueError names the variants."""
-    variants = [s for s in _SPECS if s.name == name and s.variant is not None]
+    variants = [
+        s for s in _SPECS if s.name == name and s.variant is not None and not s.fixed_keywords
+    ]
     for spec in variants:
         if spec.variant == solver:
             return spec
@@ -170,7 +183,7 @@ def run_steps(steps: type, V, n_components, *, params: dict, settings, mask=None
     ``backends`` name the backends of steps that have no entry in the table
     (:func:`nmfsc.solvers.coefficients.fit_coefficients`'s H step alone)."""
     backend = backend_for(V)
-    spec = next((s for s in _SPECS if s.steps is steps), None)
+    spec = next((s for s in _SPECS if s.steps is steps and not s.fixed_keywords), None)
     if mask is not None:
         masked = _masked_steps(spec, steps, backend)
         make_masked = partial(masked, **params)
@@ -192,10 +205,12 @@ def method_name(spec: SolverSpec) -> str:
     """The name :func:`nmfsc.compare` and ``reproduce`` give the row ``spec``: the
     function's name, with ``_<variant>`` after it for a variant other than the
     default (``nmf_sc`` for ``solver="hoyer"``, ``nmf_sc_accelerated`` for
-    ``solver="accelerated"``)."""
-    if spec.variant is None or spec.variant == _default_variant(spec):
-        return spec.name
-    return f"{spec.name}_{spec.variant}"
+    ``solver="accelerated"``), and ``_<name_suffix>`` for a row that has one
+    (``nmf_sc_accelerated_average``)."""
+    name = spec.name
+    if spec.variant is not None and spec.variant != _default_variant(spec):
+        name = f"{name}_{spec.variant}"
+    return f"{name}_{spec.name_suffix}" if spec.name_suffix else name
 
 
 def _default_variant(spec: SolverSpec) -> str | None:

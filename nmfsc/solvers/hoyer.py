@@ -55,6 +55,7 @@ from nmfsc._blocked import gram_rows, in_groups, matmul_columns
 from nmfsc._kernels import bracket as _bracket
 from nmfsc._kernels import projection as _proj
 from nmfsc._validation import check_optional_sparseness
+from nmfsc.projection import project_average
 from nmfsc.solvers._data import inner
 from nmfsc.solvers._docs import EUCLIDEAN_UNITS, document
 from nmfsc.solvers._objective import (
@@ -69,7 +70,7 @@ from nmfsc.solvers._objective import (
 from nmfsc.solvers._result import NMFResult
 from nmfsc.solvers._settings import LoopOptions, LoopSettings, takes_loop_settings
 from nmfsc.solvers._start import refuse_dead_components
-from nmfsc.solvers.dispatch import run_steps, variant
+from nmfsc.solvers.dispatch import backend_for, run_steps, variant
 from nmfsc.sparseness import l1_for_sparseness
 
 if TYPE_CHECKING:  # typing.Unpack is Python >= 3.11; only the type checker needs it
@@ -215,6 +216,55 @@ class _Projector:
         return projected
 
 
+class _AverageProjector:
+    """:class:`_Projector`'s interface for a factor whose rows (H's, or W's
+    columns as the rows of C = W^T) are held to a sparseness on average
+    (``average_sparseness``): one call of
+    :func:`nmfsc.projection.project_average` on all the rows at once, their
+    mean sparseness the target, each row free to differ. The rows' L2 norms
+    are 1, or with ``own_norm`` each trial row's own. Every call returns a
+    new array (no buffers are shared)."""
+
+    def __init__(self, count, n, sparseness, dtype=np.float64):
+        self.sparseness, self.dtype = sparseness, dtype
+        self.out = None
+
+    def rows(self, X, own_norm=False):
+        """The rows of X projected at unit L2 norm (or their own), or None if
+        one is not finite or, with ``own_norm``, has no norm."""
+        X = np.asarray(X, dtype=np.float64)
+        if not np.isfinite(X).all():
+            return None
+        if own_norm and not np.all(np.einsum("ij,ij->i", X, X) > 0):
+            return None
+        norms = None if own_norm else 1.0
+        self.out = project_average(X, self.sparseness, axis=1, norms=norms).astype(
+            self.dtype, copy=False
+        )
+        return self.out
+
+    def step_rows(self, X, G, mu, guide, own_norm=False):
+        """:meth:`rows` of the trial ``X - mu * G`` (``guide`` is not used)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            trial = np.asarray(X, dtype=np.float64) - mu * np.asarray(G, dtype=np.float64)
+        return self.rows(trial, own_norm)
+
+    def keep_buffers(self):
+        """Nothing to keep: every call writes a new array."""
+
+    def take(self):
+        """The last projected rows, the caller's."""
+        out, self.out = self.out, None
+        return out
+
+    def start_rows(self, X):
+        """:meth:`rows` of the start's factor (finite, checked before)."""
+        projected = self.rows(X)
+        if projected is None:
+            raise ValueError("the start has a row that cannot be projected: it is not finite")
+        return self.take()
+
+
 def _reused(buffer, shape, dtype):
     """``buffer`` if it has this shape and dtype, else a new (empty) array."""
     if buffer is not None and buffer.shape == shape and buffer.dtype == dtype:
@@ -253,7 +303,7 @@ class HoyerSteps(SquaredErrorSteps):
     )
     state_scalars: tuple[str, ...] = ("mu_W", "mu_H")
 
-    def __init__(self, data, n_components, sparseness_w, sparseness_h):
+    def __init__(self, data, n_components, sparseness_w, sparseness_h, average_sparseness=False):
         super().__init__(data, n_components)
         N, T = data.shape
         M = n_components
@@ -268,17 +318,26 @@ class HoyerSteps(SquaredErrorSteps):
                 )
         self.s_w = sparseness_w
         self.s_h = sparseness_h
+        self.average = bool(average_sparseness)
         self.proj_h = self.proj_w = None
         if sparseness_h is not None:
-            self.proj_h = _Projector(M, T, l1_for_sparseness(sparseness_h, T), data.dtype)
+            self.proj_h = self.projector(M, T, sparseness_h, data.dtype)
         if sparseness_w is not None:
-            self.proj_w = _Projector(M, N, l1_for_sparseness(sparseness_w, N), data.dtype)
+            self.proj_w = self.projector(M, N, sparseness_w, data.dtype)
         # W^T W, computed once per W array (as the trials' columns C C^T when W
         # is projected, so that the kept product and a recomputed one agree).
         self.w_gram = ColumnGram(from_columns=sparseness_w is not None)
         self.h_gram = RowGram(self.row_gram)  # H H^T of the H the last H step accepted
         self._gradient = None  # dH's buffer (M x T), reused by every H step
         self._wtv = None  # W^T V's buffer (M x T), reused by every H step
+
+    def projector(self, count, n, sparseness, dtype):
+        """The projector of a factor's ``count`` rows of length ``n``: each
+        row at the sparseness (:class:`_Projector`) or, with
+        ``average_sparseness``, their mean (:class:`_AverageProjector`)."""
+        if self.average:
+            return _AverageProjector(count, n, sparseness, dtype)
+        return _Projector(count, n, l1_for_sparseness(sparseness, n), dtype)
 
     # --- start ------------------------------------------------------------
     def initialize(self, W, H):
@@ -445,6 +504,7 @@ def nmf_sc(
     sparseness_w: float | None = None,
     sparseness_h: float | None = None,
     solver: str = "hoyer",
+    average_sparseness: bool = False,
     mask: ArrayLike | str | None = None,
     **loop: Unpack[LoopOptions],
 ) -> NMFResult:
@@ -484,6 +544,15 @@ def nmf_sc(
         (described above), the one the figures are made with; "accelerated"
         solves the same problem from the same start, faster
         (:doc:`/solvers`, "nmf_sc(solver='accelerated')").
+    average_sparseness : bool, default False
+        Hold the sparseness targets on average only (Ohib, Gillis et al.
+        2022): the *mean* sparseness of W's columns is ``sparseness_w`` (of
+        H's rows, ``sparseness_h``), each free to differ, so a part may be
+        as sparse as the data make it. Every projection is then
+        :func:`nmfsc.projection.project_average` of the whole factor, one
+        shared threshold; the accelerated solver takes projected gradient
+        steps on such a factor (a sweep over single rows cannot move
+        sparseness between them). In memory, without a mask.
     %(options)s
 
     Returns
@@ -519,4 +588,32 @@ def nmf_sc(
     s_h = check_optional_sparseness(sparseness_h, "sparseness_h")
     steps = variant("nmf_sc", solver).steps  # the table: nmfsc.solvers.registry
     params = {"sparseness_w": s_w, "sparseness_h": s_h}
+    if check_average_sparseness(average_sparseness, s_w, s_h, V, mask):
+        params["average_sparseness"] = True
     return run_steps(steps, V, n_components, params=params, settings=settings, mask=mask)
+
+
+def check_average_sparseness(average_sparseness, sparseness_w, sparseness_h, V, mask=None):
+    """``average_sparseness`` as a bool, checked: it needs a sparseness target
+    and runs in memory without a mask (a ValueError says what to do)."""
+    if not isinstance(average_sparseness, bool | np.bool_):
+        raise TypeError(f"average_sparseness must be True or False, got {average_sparseness!r}")
+    if not average_sparseness:
+        return False
+    if sparseness_w is None and sparseness_h is None:
+        raise ValueError(
+            "average_sparseness=True holds a sparseness target on average, but neither "
+            "sparseness_w nor sparseness_h is set; set one, or leave average_sparseness=False"
+        )
+    if mask is not None:
+        raise ValueError(
+            "average_sparseness=True does not take a mask yet; fill the missing entries, "
+            "or hold every vector to the target (average_sparseness=False)"
+        )
+    backend = backend_for(V)
+    if backend is not None:
+        raise ValueError(
+            f"average_sparseness=True does not run on {backend.arrays()} yet; compute V "
+            "into memory, or hold every vector to the target (average_sparseness=False)"
+        )
+    return True

@@ -68,6 +68,18 @@ SOLVERS: tuple[SolverSpec, ...] = (
         description="the same problem and start, solved by block coordinate descent",
     ),
     SolverSpec(
+        "nmf_sc",
+        nmf_sc,
+        AcceleratedSteps,
+        SPARSENESS,
+        variant="accelerated",
+        squared_error=True,
+        description="the sparseness targets held on average over W's columns (H's rows), "
+        "each free to differ (Ohib, Gillis et al. 2022)",
+        fixed_keywords=(("average_sparseness", True),),
+        name_suffix="average",
+    ),
+    SolverSpec(
         "nmf_euclidean",
         nmf_euclidean,
         EuclideanSteps,
@@ -113,7 +125,11 @@ def solver(name: str) -> SolverSpec:
 def variants(function) -> tuple[str, ...]:
     """The values the public solver ``function``'s ``solver=`` takes, the default
     first (empty for a solver without variants)."""
-    return tuple(s.variant for s in solver_specs() if s.function is function and s.variant)
+    return tuple(
+        s.variant
+        for s in solver_specs()
+        if s.function is function and s.variant and not s.fixed_keywords
+    )
 
 
 def compared_solvers() -> tuple[str, ...]:
