@@ -123,12 +123,14 @@ def code_files() -> list[Path]:
     solvers reproduce runs (each public solver's row of
     :data:`nmfsc.solvers.registry.SOLVERS`, its default variant for nmf_sc)
     and of the data-set table, with every module of the repository they
-    import (:func:`reproduce.import_graph.reachable`), and this file."""
+    import (:func:`reproduce.import_graph.reachable`), the solvers' table
+    itself (which decides the steps each name runs; not what it imports, the
+    opt-in variants among them), and this file."""
     starts = {"nmfsc.datasets.catalog"}
     for spec in SOLVERS:
         if spec is solver(spec.name):
             starts |= {spec.function.__module__, spec.steps.__module__}
-    names = reachable(starts, REPO_ROOT)
+    names = reachable(starts, REPO_ROOT) | {solver.__module__}
     return [*(module_path(name, REPO_ROOT) for name in sorted(names)), Path(__file__).resolve()]
 
 
