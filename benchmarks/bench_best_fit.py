@@ -1,7 +1,8 @@
 """Best fit against time: nmf_sc's solvers beside Potluru et al. (2013). A script, not a test.
 
     python benchmarks/bench_best_fit.py [--quick] [--seeds 0,1,2,3,4] [--budget 120]
-                                        [--threads T] [--data CBCL,ORL] [--average]
+                                        [--threads T] [--data CBCL,ORL]
+                                        [--average | --average-only]
 
 The problem is nmf_sc's with ``sparseness_w`` (every column of W at
 sparseness s, any norm; H non-negative), on two of the paper's data sets
@@ -222,7 +223,7 @@ def average_curve(V, M, s, start, budget, stationarity_tol):
 
 
 def table(label, curves):
-    """Markdown rows for one data set and seed; returns (lines, best, ours_ok, ratio)."""
+    """Markdown rows for one data set and seed; returns (lines, best)."""
     best = min(curve.final for curve in curves)
     lines = []
     for curve in curves:

@@ -293,6 +293,10 @@ def run_fit(args):
     }
     V, mask = _observed(V, args)
     device = getattr(args, "device", "cpu")
+    if device == "gpu" and args.average_sparseness:
+        raise CommandError(
+            "--average-sparseness does not run with --device gpu yet; drop --device gpu"
+        )
     data_on_device = V
     if device == "gpu":
         from nmfsc.gpu_backend import to_gpu

@@ -371,6 +371,12 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         s_h = check_optional_sparseness(self.sparseness_coefficients, "sparseness_coefficients")
         self._check_component_features(data, s_w)
         self._check_coefficient_samples(data, s_h)
+        if self.average_sparseness is True and s_w is None and s_h is None:
+            raise ValueError(
+                "average_sparseness=True holds sparseness_components or "
+                "sparseness_coefficients on average, but neither is set; set one, or leave "
+                "average_sparseness=False"
+            )
         stop = InitialObjectiveStop(self.tol, self.window)
         result = nmf_sc(
             data.T,
@@ -424,7 +430,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             X.T,
             self.components_.T,
             sparseness_h=s_h,
-            average_sparseness=self.average_sparseness is True and s_h is not None,
+            average_sparseness=bool(self.average_sparseness) and s_h is not None,
             mask=None if mask is None else mask.T,
             **self._loop_options(stop),
         )

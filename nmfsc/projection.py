@@ -634,8 +634,7 @@ def project_average(
     method from the right end, safeguarded by the bracket, solves it to full
     float64 precision, the margins :math:`x_{ij} - \tau_i` taken about each
     support's own mean (never as :math:`S_2 - 2 \tau S_1 + p \tau^2`). The
-    kernel is :mod:`nmfsc._kernels.grouped`. A 361 x 49 matrix (the columns
-    of W for CBCL at 49 components) takes about 0.2 ms (2-core AMD EPYC VM).
+    kernel is :mod:`nmfsc._kernels.grouped`.
 
     Examples
     --------

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import nmfsc
+from nmfsc.solvers.coefficients import fit_coefficients
 from nmfsc.solvers.stationarity import stationarity
 from nmfsc.sparseness import sparseness
 
@@ -68,6 +69,59 @@ def test_on_average_fits_parts_of_mixed_sparseness_better(mixed, solver, ratio):
     assert average.relative_error < ratio * each.relative_error
 
 
+def test_the_two_solvers_can_stop_in_different_basins(mixed):
+    """docs/solvers.md: from this start the paper's steps find a fit with less
+    than half the error of the sweeps' (both near stationary)."""
+    fits = {
+        solver: _fit(
+            mixed, sparseness_w=0.6, average_sparseness=True, solver=solver, max_iter=3000, tol=1e-9
+        )
+        for solver in SOLVERS
+    }
+    assert fits["hoyer"].relative_error < 0.5 * fits["accelerated"].relative_error
+    assert max(fit.stationarity for fit in fits.values()) < 1e-5
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_float32_sparse_both_targets_and_one_component(mixed, solver):
+    import scipy.sparse as sp
+
+    options = {"average_sparseness": True, "solver": solver, "max_iter": 60}
+    single = _fit(mixed.astype(np.float32), sparseness_w=0.6, **options)
+    assert single.W.dtype == np.float32
+    assert sparseness(single.W, axis=0).mean() == pytest.approx(0.6, abs=1e-5)
+    dense = _fit(mixed, sparseness_w=0.6, **options)
+    stored = _fit(sp.csr_matrix(mixed), sparseness_w=0.6, **options)
+    np.testing.assert_allclose(stored.W, dense.W, rtol=1e-8, atol=1e-10)
+    both = _fit(mixed, sparseness_w=0.6, sparseness_h=0.4, **options)
+    assert sparseness(both.W, axis=0).mean() == pytest.approx(0.6, abs=1e-9)
+    assert sparseness(both.H, axis=1).mean() == pytest.approx(0.4, abs=1e-9)
+    assert np.allclose(np.linalg.norm(both.H, axis=1), 1.0, atol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        one = nmfsc.nmf_sc(mixed, 1, sparseness_w=0.6, random_state=0, **options)
+    assert sparseness(one.W, axis=0)[0] == pytest.approx(0.6, abs=1e-9)
+
+
+def test_fit_coefficients_takes_it(mixed):
+    W = _fit(mixed, sparseness_w=0.6, max_iter=100).W
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        result = fit_coefficients(
+            mixed, W, sparseness_h=0.5, average_sparseness=True, random_state=0, max_iter=100
+        )
+    levels = sparseness(result.H, axis=1)
+    assert levels.mean() == pytest.approx(0.5, abs=1e-9) and levels.max() - levels.min() > 0.05
+
+
+def test_a_dask_array_is_refused_in_one_line(mixed):
+    da = pytest.importorskip("dask.array")
+    with pytest.raises(ValueError, match="does not run on a Dask array"):
+        nmfsc.nmf_sc(
+            da.from_array(mixed, chunks=(60, 40)), 4, sparseness_w=0.5, average_sparseness=True
+        )
+
+
 def test_stationarity_is_measured_for_the_average_constraint(mixed):
     result = _fit(
         mixed,
@@ -124,8 +178,20 @@ def test_the_estimator_takes_it(mixed):
         warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
         Z = coefficients.fit_transform(mixed.T)
         Z2 = coefficients.transform(mixed.T)
-    assert sparseness(Z, axis=0).mean() == pytest.approx(0.5, abs=1e-9)
-    assert sparseness(Z2, axis=0).mean() == pytest.approx(0.5, abs=1e-9)
+    for coefficients_of in (Z, Z2):  # on average, and free: not every column at 0.5
+        levels = sparseness(coefficients_of, axis=0)
+        assert levels.mean() == pytest.approx(0.5, abs=1e-9)
+        assert levels.max() - levels.min() > 0.1
+    # NumPy's True is True here too (transform as fit).
+    numpy_true = nmfsc.SparseNMF(
+        4, sparseness_coefficients=0.5, average_sparseness=np.True_, random_state=0, max_iter=100
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
+        numpy_true.fit(mixed.T)
+        assert np.array_equal(numpy_true.transform(mixed.T), Z2)
+    with pytest.raises(ValueError, match="sparseness_components or sparseness_coefficients"):
+        nmfsc.SparseNMF(4, average_sparseness=True).fit(mixed.T)
 
 
 def test_the_command_line_takes_it(mixed, tmp_path, capsys):
@@ -147,6 +213,10 @@ def test_the_command_line_takes_it(mixed, tmp_path, capsys):
     code = main(["fit", *args, *options])
     assert code == 2
     assert "average_sparseness" in capsys.readouterr().err
+    np.save(data, mixed)
+    options = ["--average-sparseness", "--device", "gpu", "--out", str(out)]
+    assert main(["fit", *args, *options]) == 2  # refused before V is copied anywhere
+    assert "drop --device gpu" in capsys.readouterr().err
 
 
 def test_compare_has_a_row_for_it(mixed):

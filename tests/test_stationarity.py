@@ -114,6 +114,22 @@ def test_the_average_residual_is_the_projection_onto_its_tangent_cone(free_scale
     )
 
 
+def test_a_single_entry_column_on_average_may_still_grow_entries():
+    """A column of one entry is a point of its own set, but under a mean
+    sparseness it may grow entries while another column gives up
+    sparseness: its entries off the support, where the gradient is
+    negative enough, count."""
+    rng = np.random.default_rng(4)
+    X = rng.random((6, 3)) + 0.1
+    X[:, 0] = 0.0
+    X[2, 0] = 1.0
+    G = rng.standard_normal((6, 3))
+    G[[0, 4], 0] = -5.0
+    R = constrained_residual(X, G, 0, False, average=True)
+    assert np.all(R[[0, 4], 0] < 0)
+    assert np.count_nonzero(constrained_residual(X, G, 0, False)[:, 0]) == 0
+
+
 def test_one_column_on_average_is_the_column_alone():
     rng = np.random.default_rng(3)
     x, g = rng.random((7, 1)), rng.standard_normal((7, 1))

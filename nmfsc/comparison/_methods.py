@@ -84,10 +84,16 @@ NMFSC_METHODS = compared_solvers()
 SKLEARN_METHODS = ("sklearn_mu", "sklearn_cd", "sklearn_cd_l1")
 #: Every method name :func:`nmfsc.compare` accepts, in table order.
 METHODS = NMFSC_METHODS + SKLEARN_METHODS
+def _call_keywords(spec):
+    """``solver="<variant>"`` and the row's fixed keywords, as a call writes them."""
+    keywords = [("solver", spec.variant), *spec.fixed_keywords]
+    return ", ".join(f"{name}={value!r}".replace("'", '"') for name, value in keywords)
+
+
 #: One line per method that names what a row of the report is.
 METHOD_DESCRIPTIONS = {
     **{
-        method_name(s): (f'{s.name}(solver="{s.variant}"), ' if s.variant else "") + s.description
+        method_name(s): (f"{s.name}({_call_keywords(s)}), " if s.variant else "") + s.description
         for s in SOLVERS
         if s.compared
     },

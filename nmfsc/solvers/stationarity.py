@@ -133,14 +133,19 @@ class _Vector:
         self.degenerate = float(self.a @ self.a) <= _DEGENERATE * xs.size
         self.off = -g[~self.support]  # the breakpoints of the entries off the support
 
-    def residual(self, mu):
-        """The residual at the ratio's multiplier ``mu`` (per unit of 1 / L2 norm)."""
+    def residual(self, mu, shared=False):
+        """The residual at the ratio's multiplier ``mu`` (per unit of 1 / L2
+        norm); ``shared``: the multiplier is the whole factor's (a mean
+        sparseness), so a vector of equal entries may still grow entries off
+        its support while other vectors give up sparseness."""
         if self.zero:  # only non-negativity binds
             return np.minimum(self.g, 0.0)
         r = np.zeros_like(self.g)
         if self.degenerate:  # equal entries: the set is a point (a ray)
             if self.free_scale:
                 r[self.support] = (float(self.gs @ self.xs) / self.l2sq) * self.xs
+            if shared:
+                r[~self.support] = np.minimum(-self.off + mu, 0.0)
             return r
         r[self.support] = self.v + mu * self.a
         r[~self.support] = np.minimum(-self.off + mu, 0.0)
@@ -187,7 +192,7 @@ def _average_residual(X, G, free_scale):
     R = np.empty_like(G)
     for j, vector in enumerate(vectors):
         c = 0.0 if vector.zero else 1.0 / np.sqrt(vector.l2sq)
-        R[:, j] = vector.residual(mu * c)
+        R[:, j] = vector.residual(mu * c, shared=True)
     return R
 
 
