@@ -9,12 +9,17 @@
 - one registry of solvers: each public solver name, and each ``solver=``
   variant of ``nmf_sc``, is written in at most five files (its module, the two
   ``__all__``, the experiments table and the registry);
-- no module named common, utils, helpers or misc.
+- no module named common, utils, helpers or misc;
+- every module under ``nmfsc/`` (``__init__.py`` aside) is named in
+  docs/architecture.md: by its file name in backticks, or, where several
+  modules share that name, by its folder and file name (``gpu_backend/run.py``).
 """
 
 import ast
 import functools
+import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -28,6 +33,7 @@ from reproduce.import_graph import imported_modules, module_name  # noqa: E402
 FOLDERS = ("nmfsc", "reproduce", "examples")
 VAGUE_NAMES = {"common", "_common", "utils", "_utils", "helpers", "_helpers", "misc", "_misc"}
 MAX_FILES_PER_SOLVER_NAME = 5
+ARCHITECTURE_PAGE = ROOT / "docs" / "architecture.md"
 
 
 def _sources(root):
@@ -254,3 +260,48 @@ def test_the_checker_finds_what_it_forbids(tmp_path):
     assert len(user) == 4, user  # two imports, inner._hidden, super()._step
     assert len(private_crossings(tmp_path / "reproduce/a.py", tmp_path, defined)) == 1
     assert import_circles(tmp_path) == [["reproduce.a", "reproduce.b"]]
+
+
+def unnamed_modules(package, page):
+    """The modules under ``package`` (``__init__.py`` aside) that ``page`` does not
+    name. A path in backticks names the module whose path ends with it; a bare
+    file name counts only for a name no other module under ``package`` has."""
+    modules = [
+        path
+        for path in sorted(package.rglob("*.py"))
+        if path.name != "__init__.py" and "__pycache__" not in path.parts
+    ]
+    shared = {name for name, n in Counter(p.name for p in modules).items() if n > 1}
+    named = set(re.findall(r"`([^`\s]+\.py)`", page))
+    missing = []
+    for path in modules:
+        full = path.relative_to(package.parent).as_posix()
+        if not any(
+            ("/" in span or path.name not in shared) and (full == span or full.endswith("/" + span))
+            for span in named
+        ):
+            missing.append(full)
+    return missing
+
+
+def test_every_module_is_named_in_the_architecture_page():
+    page = ARCHITECTURE_PAGE.read_text(encoding="utf-8")
+    assert unnamed_modules(ROOT / "nmfsc", page) == []
+
+
+def test_the_page_check_finds_an_unnamed_module(tmp_path):
+    """A shared file name needs its folder; a unique one is enough alone."""
+    _tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/run.py": "",
+            "pkg/alone.py": "",
+            "pkg/sub/__init__.py": "",
+            "pkg/sub/run.py": "",
+            "pkg/sub/other.py": "",
+        },
+    )
+    page = "`pkg/run.py`, `alone.py` and `run.py`; `sub/other.py`"
+    assert unnamed_modules(tmp_path / "pkg", page) == ["pkg/sub/run.py"]
+    assert unnamed_modules(tmp_path / "pkg", page + " `sub/run.py`") == []
