@@ -12,7 +12,7 @@ release the GIL, so that groups of rows run on several threads.
 
 Every kernel may reassociate its float64 sums (``fastmath={"reassoc"}``, no
 other fast-math flag): an M-long dot product then runs on SIMD partial sums
-(2.6x faster at M = 20) instead of one dependency chain. The order is fixed
+instead of one dependency chain. The order is fixed
 by the compiled code, so a run repeats itself bit for bit on one machine;
 another CPU's vector width may move the last bits.
 """
