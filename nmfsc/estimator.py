@@ -92,8 +92,8 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     tol : float, default 1e-5
         Stop when, over the last ``window`` iterations, the objective changed
         by less than ``tol`` times its value after the first iteration:
-        :math:`|E_{k-w} - E_k| < \mathrm{tol}\, E_1`, scikit-learn's test
-        (``nmfsc._estimator_base.InitialObjectiveStop``). It fires no later than
+        :math:`|E_{k-w} - E_k| < \mathrm{tol}\, E_1`, scikit-learn's test.
+        It fires no later than
         :func:`nmfsc.nmf_sc`'s own test (which divides by :math:`E_{k-w}`),
         and unlike that one it also fires when the objective tends to zero, as
         it does for an exact factorization (e.g. ``n_components`` equal to

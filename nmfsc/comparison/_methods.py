@@ -84,6 +84,8 @@ NMFSC_METHODS = compared_solvers()
 SKLEARN_METHODS = ("sklearn_mu", "sklearn_cd", "sklearn_cd_l1")
 #: Every method name :func:`nmfsc.compare` accepts, in table order.
 METHODS = NMFSC_METHODS + SKLEARN_METHODS
+
+
 def _call_keywords(spec):
     """``solver="<variant>"`` and the row's fixed keywords, as a call writes them."""
     keywords = [("solver", spec.variant), *spec.fixed_keywords]
@@ -155,8 +157,8 @@ def starting_point(V, n_components, seed):
 
     :math:`W_0 = \max(V)\,|R_W|`, :math:`H_0 = |R_H|` with :math:`R_W` (N x M)
     and :math:`R_H` (M x T) standard normal from ``numpy.random.default_rng(seed)``:
-    SPEC's random start, with W0 in the units of V (the solvers work on
-    ``V / max(V)``, where this W0 is ``|R_W|``).
+    the solvers' random start (Hoyer's MATLAB code's), with W0 in the units
+    of V (the solvers work on ``V / max(V)``, where this W0 is ``|R_W|``).
 
     Returns
     -------

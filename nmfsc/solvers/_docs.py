@@ -40,7 +40,9 @@ MASK = """
 
 OPTIONS = """\
     init : {"random", "nndsvd", "nndsvda", "nndsvdar", "custom"}, default "random"
-        The start. ``"random"``: SPEC's ``|randn|`` draws (the paper's).
+        The start. ``"random"``: ``W = |randn(N, M)|``, then ``H = |randn(M, T)|``,
+        absolute values of standard normal draws from ``random_state``, as
+        Hoyer's MATLAB code starts (the paper's).
         ``"nndsvd"``: Boutsidis & Gallopoulos' non-negative double SVD of
         ``V / max(V)`` (exact SVD for dense V up to 10^7 entries, else a
         randomized one seeded by ``random_state``); its zeros stay zero under

@@ -1,4 +1,4 @@
-r"""Where a run starts: SPEC's random start or an SVD-based start (NNDSVD),
+r"""Where a run starts: the paper's random start or an SVD-based start (NNDSVD),
 replaced by W_init / H_init where given, and the description of that start
 that a checkpoint is matched on.
 
@@ -49,7 +49,8 @@ def _generator(random_state):
 
 
 def random_start(random_state, N, M, T):
-    """SPEC's random start: ``W = |randn(N, M)|`` then ``H = |randn(M, T)|``.
+    """The random start of Hoyer's MATLAB code: ``W = |randn(N, M)|``, then
+    ``H = |randn(M, T)|``.
 
     ``random_state`` is anything :func:`numpy.random.default_rng` takes: None,
     an int (or a SeedSequence) or a Generator (which is advanced).

@@ -93,7 +93,8 @@ def fit_coefficients(
     Runs nmf_sc's H step (see :class:`CoefficientSteps`) in the shared loop,
     with its stopping rule, warnings and result; the returned NMFResult's W is
     the given W (up to rounding by ``max(V)``), its H the coefficients. H starts
-    from the random draw of ``random_state`` (SPEC's start, W's draw unused).
+    from the random draw of ``random_state`` (nmf_sc's ``"random"`` start,
+    ``|randn|`` entries; W's draw unused).
     With ``sparseness_h`` set, every row of H -- one component's coefficients
     across the T samples of *this* V -- is kept at unit L2 norm and that
     sparseness, as in nmf_sc (with ``average_sparseness``, their mean is, as

@@ -20,7 +20,7 @@ defined and documented in the solvers' own modules:
   ``EXACT_BELOW`` (where the expanded objective is recomputed exactly);
 - the squared error: ``SquaredErrorSteps``, the Gram caches
   ``ColumnGram`` and ``RowGram``, ``multiplicative_w_update``;
-- the start: ``random_start`` (SPEC's random start);
+- the start: ``random_start`` (the paper's random start);
 - the result: ``NMFResult``, ``degenerate_counts`` (dead samples and
   unused components of a fit).
 """

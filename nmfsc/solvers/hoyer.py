@@ -341,10 +341,11 @@ class HoyerSteps(SquaredErrorSteps):
 
     # --- start ------------------------------------------------------------
     def initialize(self, W, H):
-        """SPEC: rows of H to unit L2 norm; project W's columns (L2 = 1) if s_W is
-        set and H's rows if s_H is set. Step sizes start at 1. A factor left to
-        multiplicative updates may not have an all-zero column (W) or row (H):
-        it could never move (see :meth:`refuse_dead`)."""
+        """The start of Hoyer's code: rows of H to unit L2 norm; project W's
+        columns (L2 = 1) if s_W is set and H's rows if s_H is set. Step sizes
+        start at 1. A factor left to multiplicative updates may not have an
+        all-zero column (W) or row (H): it could never move (see
+        :meth:`refuse_dead`)."""
         self.refuse_dead(W, H)
         norms = np.linalg.norm(H, axis=1, keepdims=True)
         H = H / np.where(norms > 0, norms, 1.0)  # a zero row stays zero
@@ -474,7 +475,7 @@ class HoyerSteps(SquaredErrorSteps):
         return W_new, mu, energy
 
     def _line_search(self, projector, X, D, mu, before, A, G, own_norm=False):
-        """SPEC's step rule on the rows of X (H, or C = W^T) with the gradient
+        """The paper's step rule on the rows of X (H, or C = W^T) with the gradient
         D: the trial ``P(X - mu D)`` is accepted if its energy
         ``0.5 (||V||^2 - 2 <A, X'> + <G, X' X'^T>)`` is at most ``before``,
         else mu is halved. Returns the accepted rows (the projector's

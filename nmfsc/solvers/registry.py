@@ -42,8 +42,10 @@ DASK = "dask"
 GPU = "gpu"
 SPARSENESS = ("sparseness_w", "sparseness_h")
 
-#: The table, in the order :func:`nmfsc.compare` runs and reports the methods.
-#: The first variant of nmf_sc is its default: the paper's algorithm.
+#: The table, in the order :func:`nmfsc.compare` runs and reports the methods:
+#: one :class:`~nmfsc.solvers.dispatch.SolverSpec` per way of running a solver
+#: (its names: :func:`compared_solvers`). The first variant of nmf_sc is its
+#: default: the paper's algorithm.
 SOLVERS: tuple[SolverSpec, ...] = (
     SolverSpec(
         "nmf_sc",
