@@ -23,6 +23,20 @@ class DataFileError(ValueError):
 
     The message is a single line that names the file and, for a bad value, its
     position; the command line prints it and exits with status 2.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from nmfsc import DataFileError, read_matrix
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "V.csv"
+    ...     _ = path.write_text("1,2\\n3,-4\\n")
+    ...     try:
+    ...         read_matrix(path)
+    ...     except DataFileError as error:
+    ...         print(str(error).split(": ", 1)[1])  # after the file's path
+    1 entry is negative; the first is -4 at row 2, column 2 (NMF needs V >= 0)
     """
 
 

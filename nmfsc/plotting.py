@@ -65,6 +65,12 @@ def grid_shape(n_tiles, n_cols=None):
     -------
     (int, int)
         ``(n_rows, n_cols)`` with ``n_rows = ceil(n_tiles / n_cols)``.
+
+    Examples
+    --------
+    >>> from nmfsc.plotting import grid_shape
+    >>> grid_shape(49), grid_shape(10), grid_shape(72, n_cols=9)
+    ((7, 7), (3, 4), (8, 9))
     """
     n_tiles = check_positive_int(n_tiles, "n_tiles")
     if n_cols is None:
@@ -124,6 +130,19 @@ def tile_images(W, image_shape, n_cols=None, normalize="l2", border=1, signed=Fa
     ValueError
         If W is not 2-D, has the wrong number of rows, has negative entries
         while ``signed`` is False, or an argument is out of range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nmfsc.plotting import tile_images
+    >>> W = np.random.default_rng(0).random((6, 5))  # five 2 x 3 images
+    >>> mosaic = tile_images(W, (2, 3))  # a grid of 2 rows of 3 tiles
+    >>> mosaic.shape
+    (5, 11)
+    >>> round(float(np.linalg.norm(mosaic[:2, :3])), 12)  # tile 0, at unit L2 norm
+    1.0
+    >>> int(np.isnan(mosaic).sum())  # the borders and the empty sixth slot
+    25
     """
     height, width = check_image_shape(image_shape, "image_shape")
     W = as_float_array(W, "W", ndim=2)
@@ -232,6 +251,17 @@ def plot_basis(
     -------
     matplotlib.axes.Axes
         The axes, holding one image (``ax.images[0]``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nmfsc.plotting import plot_basis
+    >>> W = np.random.default_rng(0).random((6, 5))  # five 2 x 3 images
+    >>> ax = plot_basis(W, (2, 3), title="basis")
+    >>> type(ax.figure).__name__, ax.get_title()  # a Figure of its own, not pyplot's
+    ('Figure', 'basis')
+    >>> ax.images[0].get_array().shape  # the mosaic of tile_images
+    (5, 11)
     """
     mosaic = tile_images(W, image_shape, n_cols, normalize, border, signed)
     if ax is None:
@@ -282,6 +312,15 @@ def plot_on_off(
     -------
     list of matplotlib.axes.Axes
         The ON, OFF and ON-minus-OFF axes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nmfsc.plotting import plot_on_off
+    >>> W = np.random.default_rng(0).random((8, 4))  # ON then OFF rows of 2 x 2 patches
+    >>> axes = plot_on_off(W, patch_shape=(2, 2))
+    >>> [ax.get_title() for ax in axes]
+    ['ON', 'OFF', 'ON minus OFF']
     """
     height, width = check_image_shape(patch_shape, "patch_shape")
     n_pixels = height * width
@@ -330,6 +369,13 @@ def plot_sparseness_bars(vectors, sparseness_values=None, axes=None):
     -------
     list of matplotlib.axes.Axes
         One axes per vector; element ``i`` of vector ``k`` is bar ``i``.
+
+    Examples
+    --------
+    >>> from nmfsc.plotting import plot_sparseness_bars
+    >>> axes = plot_sparseness_bars([[0.0, 0.0, 1.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
+    >>> [ax.get_title() for ax in axes], len(axes[0].patches)
+    (['sparseness 1', 'sparseness 0'], 4)
     """
     if isinstance(vectors, np.ndarray) and vectors.ndim == 2:
         vectors = list(vectors)
@@ -375,6 +421,14 @@ def plot_passes(dims, mean, lo, hi, ax=None):
     -------
     matplotlib.axes.Axes
         With three lines: mean, min, max (in that order).
+
+    Examples
+    --------
+    >>> from nmfsc.plotting import plot_passes
+    >>> dims = [2, 10, 100, 1000]
+    >>> ax = plot_passes(dims, mean=[1.5, 2.5, 3.0, 3.5], lo=[1, 2, 2, 3], hi=[2, 3, 4, 4])
+    >>> ax.get_xscale(), len(ax.lines), ax.get_ylim()
+    ('log', 3, (0.0, 5.0))
     """
     dims = as_float_array(dims, "dims", ndim=1)
     if np.any(dims <= 0):
@@ -425,6 +479,18 @@ def save_figure(fig, path_without_suffix, dpi=150, formats=("png", "pdf")):
     tuple of pathlib.Path
         One path per format. A PDF has no creation date: the same figure
         gives the same bytes.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> from nmfsc.plotting import plot_basis, save_figure
+    >>> ax = plot_basis(np.random.default_rng(0).random((6, 5)), (2, 3))
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     paths = save_figure(ax.figure, Path(folder) / "figures" / "basis")
+    ...     print([path.name for path in paths], all(path.is_file() for path in paths))
+    ['basis.png', 'basis.pdf'] True
     """
     if not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")

@@ -84,6 +84,16 @@ def uniform_spread(image_shape: tuple[int, int]) -> float:
     The standard deviation of a pixel index drawn uniformly from ``0..n-1`` is
     ``sqrt((n^2 - 1) / 12)``; the spread adds the two axes' variances. It is the
     reference that :func:`~nmfsc.locality` divides by.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nmfsc.scores import locality, uniform_spread
+    >>> round(uniform_spread((19, 19)) ** 2, 10)  # (19**2 - 1) / 12 for each axis
+    60.0
+    >>> flat = np.ones((19 * 19, 1))  # a uniform image has this spread: locality 0
+    >>> locality(flat, (19, 19)).round(10)
+    array([0.])
     """
     height, width = check_image_shape(image_shape, "image_shape")
     return float(np.sqrt((height**2 - 1) / 12.0 + (width**2 - 1) / 12.0))
@@ -288,6 +298,13 @@ def summarize_scores(values: ArrayLike) -> dict[str, Any]:
         ``mean``, ``median``, ``min``, ``max`` (floats over the finite values;
         NaN if there are none), ``count`` (how many finite values) and
         ``n_undefined`` (how many NaN).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nmfsc import summarize_scores
+    >>> summarize_scores([0.2, 0.5, np.nan, 0.8])  # NaN: an all-zero basis vector
+    {'mean': 0.5, 'median': 0.5, 'min': 0.2, 'max': 0.8, 'count': 3, 'n_undefined': 1}
     """
     reject_masked(values, "values")
     arr = np.asarray(values)
@@ -349,6 +366,25 @@ def sparseness_summary(W: ArrayLike, H: ArrayLike) -> dict[str, dict[str, Any]]:
     ------
     ValueError
         If W or H is not 2-D, their inner sizes differ, or a vector has length 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nmfsc import nmf_sc, sparseness_summary
+    >>> W = np.array([[1.0, 1.0], [0.0, 1.0], [0.0, 1.0], [0.0, 1.0]])  # sparseness 1 and 0
+    >>> H = np.array([[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]])  # sparseness 0 and undefined
+    >>> stats = sparseness_summary(W, H)
+    >>> stats["W"]["mean"], stats["W"]["min"], stats["W"]["max"]
+    (0.5, 0.0, 1.0)
+    >>> stats["H"]["count"], stats["H"]["n_undefined"]
+    (1, 1)
+
+    On a fit, W's columns have nmf_sc's target:
+
+    >>> V = np.random.default_rng(0).random((20, 30))
+    >>> res = nmf_sc(V, 3, sparseness_w=0.6, random_state=0, tol=1e-3)
+    >>> round(sparseness_summary(res.W, res.H)["W"]["mean"], 6)
+    0.6
     """
     W = as_float_array(W, "W", ndim=2)
     H = as_float_array(H, "H", ndim=2)

@@ -225,6 +225,16 @@ def sparseness_for_l1(l1: ArrayLike, l2: ArrayLike, n: int) -> NDArray[np.float6
     ValueError
         For ``n < 2``, NaN or infinite norms, ``l2 <= 0``, and pairs outside
         that range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nmfsc import sparseness, sparseness_for_l1
+    >>> x = np.array([0.0, 3.0, 4.0, 0.0])  # L1 norm 7, L2 norm 5
+    >>> round(float(sparseness_for_l1(7.0, 5.0, 4)), 12), round(float(sparseness(x)), 12)
+    (0.6, 0.6)
+    >>> sparseness_for_l1([2.0, 4.0], 2.0, 4)  # the norms of (2, 0, 0, 0) and (1, 1, 1, 1)
+    array([1., 0.])
     """
     n = check_positive_int(n, "n")
     if n < 2:

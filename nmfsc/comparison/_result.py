@@ -53,6 +53,26 @@ class Comparison:
         ``methods``, ``seeds``, budgets, ...).
     versions : dict
         Versions of Python, NumPy, nmfsc and (when used) scikit-learn.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nmfsc import compare
+    >>> rng = np.random.default_rng(0)
+    >>> V = rng.random((20, 3)) @ rng.random((3, 24))
+    >>> result = compare(V, 3, methods=["nmf_euclidean"], seeds=(0, 1), max_iter=100,
+    ...                  progress=False)
+    >>> result
+    Comparison(name='data', V 20x24, M=3, methods=1, seeds=[0, 1])
+    >>> [(row["method"], row["seed"]) for row in result.rows]
+    [('nmf_euclidean', 0), ('nmf_euclidean', 1)]
+    >>> result.summary[0]["method"], result.summary[0]["n_seeds"]  # one entry per method
+    ('nmf_euclidean', 2)
+    >>> W, H = result.factors("nmf_euclidean", seed=1)
+    >>> W.shape, H.shape
+    ((20, 3), (3, 24))
+    >>> print(result.to_csv().splitlines()[0])
+    method,seed,relative_error,...
     """
 
     def __init__(self, *, rows, runs, matched, settings, versions):

@@ -38,11 +38,45 @@ class DataError(RuntimeError):
 
     The message names the file, where it should be, the URL(s) to get it from and
     what to do.
+
+    Examples
+    --------
+    >>> from nmfsc.datasets import DataError
+    >>> issubclass(DataError, RuntimeError)
+    True
+
+    A loader raises it when its file is not in the data folder and cannot be
+    downloaded. Showing that needs the file absent and the network down, so
+    this part is not run:
+
+    >>> from nmfsc.datasets import load_cbcl
+    >>> try:  # doctest: +SKIP
+    ...     V = load_cbcl()
+    ... except DataError as error:
+    ...     print(str(error).splitlines()[0])
+    The data file 'face.train.tar.gz' is not in ... and could not be downloaded.
     """
 
 
 class DataWarning(UserWarning):
-    """A cached data file was found corrupt and is being fetched again."""
+    """A cached data file was found corrupt and is being fetched again.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from nmfsc.datasets import DataWarning
+    >>> issubclass(DataWarning, UserWarning)
+    True
+
+    To refuse a download that would replace a corrupt file, turn the warning
+    into an error. A corrupt file in the data folder and the network are
+    needed to see it, so this part is not run:
+
+    >>> from nmfsc.datasets import load_cbcl
+    >>> with warnings.catch_warnings():  # doctest: +SKIP
+    ...     warnings.simplefilter("error", DataWarning)  # raised instead of downloading
+    ...     V = load_cbcl()
+    """
 
 
 @dataclass(frozen=True)
@@ -380,5 +414,19 @@ def data_dir() -> Path:
     path : pathlib.Path
         ``$NMFSC_DATA_DIR`` when that variable is set, else the OS cache folder for
         nmfsc (e.g. ``~/.cache/nmfsc`` on Linux). It may not exist yet.
+
+    Examples
+    --------
+    >>> import os
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from unittest import mock
+    >>> from nmfsc.datasets import ENV_VAR, data_dir
+    >>> data_dir().is_absolute()  # the folder depends on the machine
+    True
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     with mock.patch.dict(os.environ, {ENV_VAR: folder}):  # NMFSC_DATA_DIR set
+    ...         print(data_dir() == Path(folder))
+    True
     """
     return default_gate().path

@@ -280,6 +280,19 @@ def whiten_images(images: np.ndarray, cutoff: float = 0.4) -> np.ndarray:
     ----------
     B. A. Olshausen and D. J. Field, "Sparse coding with an overcomplete basis
     set: a strategy employed by V1?", Vision Research 37:3311-3325, 1997.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nmfsc.datasets import whiten_images
+    >>> images = np.random.default_rng(0).random((2, 32, 32)).cumsum(axis=2)  # smooth rows
+    >>> white = whiten_images(images)
+    >>> white.shape
+    (2, 32, 32)
+    >>> round(float(white.var(axis=(1, 2)).mean()), 10)  # the mean variance is 0.1
+    0.1
+    >>> bool(np.allclose(white.mean(axis=(1, 2)), 0.0))  # zero-mean images
+    True
     """
     stack = np.asarray(images, dtype=np.float64)
     single = stack.ndim == 2
@@ -350,6 +363,17 @@ def on_off_patches(
     ValueError
         Not a 3-D stack, fewer patches than images, or patches too large for
         the images with their border.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nmfsc.datasets import on_off_patches, whiten_images
+    >>> images = np.random.default_rng(0).random((2, 32, 32)).cumsum(axis=2)
+    >>> V = on_off_patches(whiten_images(images), n_patches=100, patch_size=8, random_state=0)
+    >>> V.shape  # ON rows, then OFF rows, of 8 x 8 patches
+    (128, 100)
+    >>> bool(np.allclose(np.sqrt(np.mean(V**2, axis=1)), 1.0)), bool(V.min() >= 1e-4)
+    (True, True)
     """
     from nmfsc._validation import check_positive_int, check_random_state
 

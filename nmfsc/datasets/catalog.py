@@ -208,6 +208,16 @@ def download_all(gate: Gate | None = None, progressbar: bool = False) -> Path:
     -------
     folder : pathlib.Path
         The data folder.
+
+    Examples
+    --------
+    The first call downloads the files (it needs the network); later calls
+    only check the files already in the data folder, offline:
+
+    >>> from nmfsc.datasets import data_dir, download_all
+    >>> folder = download_all()
+    >>> folder == data_dir(), (folder / "face.train.tar.gz").is_file()
+    (True, True)
     """
     gate = resolve_gate(gate)
     check_flag(progressbar, "progressbar")

@@ -180,6 +180,17 @@ def part_recovery(W: np.ndarray, true_parts: np.ndarray) -> float:
         differ, or every true part is zero.
     TypeError
         If an input is not numeric, or is a masked array.
+
+    Examples
+    --------
+    >>> from nmfsc.datasets import bars, part_recovery
+    >>> V, parts = bars(n_samples=200, size=8, random_state=0)
+    >>> round(part_recovery(parts, parts), 12)
+    1.0
+    >>> round(part_recovery(3.0 * parts[:, ::-1], parts), 12)  # order and scale do not matter
+    1.0
+    >>> round(part_recovery(parts[:, :8], parts), 12)  # the 8 parts without a column count 0
+    0.5
     """
     from scipy.optimize import linear_sum_assignment
 

@@ -21,6 +21,26 @@ class ConvergenceWarning(UserWarning):
 
     Given for the stop reasons ``"max_iter"``, ``"max_time"`` and
     ``"interrupted"``; the message names the limit and how to raise it.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from nmfsc import ConvergenceWarning, nmf_euclidean
+    >>> V = np.random.default_rng(0).random((20, 30))
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     res = nmf_euclidean(V, 3, random_state=0, max_iter=2)
+    >>> res.stop_reason, caught[0].category is ConvergenceWarning
+    ('max_iter', True)
+    >>> print(caught[0].message)
+    nmf_euclidean stopped after 2 iterations without converging: max_iter=2 reached; ...
+
+    A run kept short on purpose can silence it:
+
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", ConvergenceWarning)
+    ...     res = nmf_euclidean(V, 3, random_state=0, max_iter=2)
     """
 
 
@@ -38,6 +58,25 @@ class DegenerateFitWarning(UserWarning):
     coordinate descent, which can revive a zero row or column). The counts are
     also in ``NMFResult.dead_samples`` and
     ``NMFResult.unused_components``.
+
+    Examples
+    --------
+    A sparse target on sparse data leaves some samples without coefficients:
+
+    >>> import warnings
+    >>> import numpy as np
+    >>> from nmfsc import DegenerateFitWarning, nmf_sc
+    >>> rng = np.random.default_rng(0)
+    >>> V = rng.random((30, 40)) * (rng.random((30, 40)) < 0.1)  # mostly zeros
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     res = nmf_sc(V, 4, sparseness_w=0.9, random_state=0, tol=1e-4)
+    >>> caught[0].category is DegenerateFitWarning, res.dead_samples > 0
+    (True, True)
+    >>> print(caught[0].message)
+    nmf_sc left ... of 40 samples with all-zero coefficients (columns of H) ...
+    >>> nmf_sc(V, 4, sparseness_w=0.9, random_state=0, tol=1e-4, solver="accelerated").dead_samples
+    0
     """
 
 
@@ -112,6 +151,20 @@ class NMFResult:
         ``tol`` says the run slowed down; this says how far it still is. For
         the squared-error solvers on V in memory without a mask; None
         otherwise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nmfsc import nmf_euclidean
+    >>> V = np.random.default_rng(0).random((20, 30))
+    >>> res = nmf_euclidean(V, 3, random_state=0, tol=1e-3)
+    >>> res.W.shape, res.H.shape, res.solver, res.stop_reason, res.converged
+    ((20, 3), (3, 30), 'nmf_euclidean', 'tol', True)
+    >>> len(res.objective) == len(res.times) == res.n_iter + 1  # the start, then each iteration
+    True
+    >>> error = np.linalg.norm(V - res.W @ res.H) / np.linalg.norm(V)  # W is in V's units
+    >>> bool(np.isclose(res.relative_error, error))
+    True
     """
 
     W: np.ndarray
@@ -160,6 +213,24 @@ class IterationState:
         The current coefficients (a read-only view).
     elapsed : float
         Seconds of the loop so far.
+
+    Examples
+    --------
+    A callback that records the objective and stops the run after five
+    iterations (returning True stops it):
+
+    >>> import numpy as np
+    >>> from nmfsc import nmf_euclidean
+    >>> V = np.random.default_rng(0).random((20, 30))
+    >>> seen = []
+    >>> def record(state):
+    ...     seen.append((state.iteration, state.objective))
+    ...     return state.iteration == 5
+    >>> res = nmf_euclidean(V, 3, random_state=0, callback=record)
+    >>> [iteration for iteration, _ in seen], res.stop_reason
+    ([1, 2, 3, 4, 5], 'callback')
+    >>> bool(np.allclose([objective for _, objective in seen], res.objective[1:]))
+    True
     """
 
     iteration: int

@@ -62,7 +62,27 @@ _AFRESH = "delete it, or pass resume=False to start afresh"
 
 
 class CheckpointMismatchError(ValueError):
-    """The checkpoint was written for different data or solver settings."""
+    """The checkpoint was written for different data or solver settings.
+
+    Examples
+    --------
+    A checkpoint of a fit with 3 components does not resume one with 4:
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> from nmfsc import CheckpointMismatchError, nmf_euclidean
+    >>> V = np.random.default_rng(0).random((20, 30))
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "run.npz"
+    ...     res = nmf_euclidean(V, 3, random_state=0, tol=1e-3, checkpoint=path)
+    ...     try:
+    ...         nmf_euclidean(V, 4, random_state=0, tol=1e-3, checkpoint=path, resume=True)
+    ...     except CheckpointMismatchError as error:
+    ...         print(error)
+    checkpoint '...run.npz' was written for different params:
+    {'n_components': 3} there, {'n_components': 4} here. ...
+    """
 
 
 class CheckpointReadError(ValueError):

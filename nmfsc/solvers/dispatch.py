@@ -101,6 +101,18 @@ class SolverSpec:
     name_suffix : str
         Appended (after ``_``) to the row's name in :func:`method_name`, so
         that a row with ``fixed_keywords`` has a name of its own.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nmfsc.solvers.registry import solver
+    >>> spec = solver("nmf_sc")
+    >>> spec.name, spec.variant, spec.backends
+    ('nmf_sc', 'hoyer', ('numpy', 'dask', 'gpu'))
+    >>> V = np.random.default_rng(0).random((20, 30))
+    >>> res = spec.run(V, 3, sparseness_w=0.6, random_state=0, tol=1e-3)  # solver="hoyer"
+    >>> res.solver, res.W.shape
+    ('nmf_sc', (20, 3))
     """
 
     name: str
@@ -126,7 +138,25 @@ class SolverSpec:
 
 @dataclass(frozen=True)
 class Backend:
-    """A backend: its name, which data it takes and how it runs a solver (module docstring)."""
+    """A backend: its name, which data it takes and how it runs a solver (module docstring).
+
+    Examples
+    --------
+    A backend for a kind of data of one's own (here not registered, and its
+    ``run`` a placeholder for ``run(steps, V, n_components, params, settings)``,
+    which returns an :class:`~nmfsc.NMFResult`):
+
+    >>> import numpy as np
+    >>> from nmfsc.solvers.dispatch import Backend
+    >>> class Blocks(list):  # V kept as a list of column blocks
+    ...     pass
+    >>> blocks = Backend("blocks", lambda V: isinstance(V, Blocks), run=lambda *args: None,
+    ...                  array_name="list of blocks")
+    >>> blocks.accepts(Blocks()), blocks.accepts(np.ones((2, 2)))
+    (True, False)
+    >>> blocks.arrays()  # how messages name its data
+    'a list of blocks'
+    """
 
     name: str
     accepts: Callable[[Any], bool]
@@ -143,28 +173,77 @@ _BACKENDS: dict[str, Backend] = {}
 
 
 def install(specs) -> None:
-    """Make ``specs`` the solvers' table (called by ``nmfsc.solvers.registry``)."""
+    """Make ``specs`` the solvers' table (called by ``nmfsc.solvers.registry``).
+
+    Examples
+    --------
+    >>> from nmfsc.solvers.dispatch import install, solver_specs
+    >>> from nmfsc.solvers.registry import SOLVERS
+    >>> install(SOLVERS)  # what importing nmfsc.solvers.registry does
+    >>> solver_specs() == SOLVERS
+    True
+    """
     _SPECS[:] = list(specs)
 
 
 def solver_specs() -> tuple[SolverSpec, ...]:
-    """The installed table, in its order."""
+    """The installed table, in its order.
+
+    Examples
+    --------
+    >>> from nmfsc.solvers.dispatch import solver_specs
+    >>> first = solver_specs()[0]  # nmf_sc's default variant
+    >>> first.name, first.variant, first.description
+    ('nmf_sc', 'hoyer', "the paper's projected gradient algorithm")
+    """
     return tuple(_SPECS)
 
 
 def register_backend(backend: Backend) -> None:
     """Register ``backend`` (replacing one of the same name); its package calls this
-    when it is imported."""
+    when it is imported.
+
+    Examples
+    --------
+    What importing ``nmfsc.dask_backend`` does (here registering the Dask
+    backend again, which replaces it by itself; Dask is not imported):
+
+    >>> from nmfsc.dask_backend import is_dask_array, solve_on_dask
+    >>> from nmfsc.solvers.dispatch import Backend, register_backend
+    >>> register_backend(Backend("dask", is_dask_array, solve_on_dask))
+    """
     _BACKENDS[backend.name] = backend
 
 
 def backend_for(V) -> Backend | None:
-    """The registered backend that accepts V, or None for in-memory data."""
+    """The registered backend that accepts V, or None for in-memory data.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from nmfsc.solvers.dispatch import backend_for
+    >>> backend_for(np.ones((4, 3))) is None, backend_for(sp.eye(4, format="csr")) is None
+    (True, True)
+
+    A Dask array (with Dask installed) gives the backend named ``"dask"``.
+    """
     return next((b for b in _BACKENDS.values() if b.accepts(V)), None)
 
 
 def variant(name: str, solver: str) -> SolverSpec:
-    """The entry of ``name``'s variant ``solver``; a ValueError names the variants."""
+    """The entry of ``name``'s variant ``solver``; a ValueError names the variants.
+
+    Examples
+    --------
+    >>> from nmfsc.solvers.dispatch import variant
+    >>> variant("nmf_sc", "accelerated").steps.__name__
+    'AcceleratedSteps'
+    >>> variant("nmf_sc", "fast")
+    Traceback (most recent call last):
+    ...
+    ValueError: solver must be one of 'hoyer', 'accelerated'; got 'fast'
+    """
     variants = [
         s for s in _SPECS if s.name == name and s.variant is not None and not s.fixed_keywords
     ]
@@ -181,7 +260,23 @@ def run_steps(steps: type, V, n_components, *, params: dict, settings, mask=None
     (``Run``). With a ``mask``, the entry's
     ``SolverSpec.masked_steps`` run in memory on the observed entries.
     ``backends`` name the backends of steps that have no entry in the table
-    (:func:`nmfsc.solvers.coefficients.fit_coefficients`'s H step alone)."""
+    (:func:`nmfsc.solvers.coefficients.fit_coefficients`'s H step alone).
+
+    Examples
+    --------
+    What ``nmf_euclidean(V, 3, random_state=0, tol=1e-3)`` does:
+
+    >>> import numpy as np
+    >>> from nmfsc import nmf_euclidean
+    >>> from nmfsc.solvers.dispatch import run_steps
+    >>> from nmfsc.solvers.framework import LoopSettings
+    >>> from nmfsc.solvers.registry import solver
+    >>> V = np.random.default_rng(0).random((20, 30))
+    >>> settings = LoopSettings(random_state=0, tol=1e-3)
+    >>> res = run_steps(solver("nmf_euclidean").steps, V, 3, params={}, settings=settings)
+    >>> res.solver, bool(np.array_equal(res.W, nmf_euclidean(V, 3, random_state=0, tol=1e-3).W))
+    ('nmf_euclidean', True)
+    """
     backend = backend_for(V)
     spec = next((s for s in _SPECS if s.steps is steps and not s.fixed_keywords), None)
     if mask is not None:
@@ -206,7 +301,14 @@ def method_name(spec: SolverSpec) -> str:
     function's name, with ``_<variant>`` after it for a variant other than the
     default (``nmf_sc`` for ``solver="hoyer"``, ``nmf_sc_accelerated`` for
     ``solver="accelerated"``), and ``_<name_suffix>`` for a row that has one
-    (``nmf_sc_accelerated_average``)."""
+    (``nmf_sc_accelerated_average``).
+
+    Examples
+    --------
+    >>> from nmfsc.solvers.dispatch import method_name, variant
+    >>> method_name(variant("nmf_sc", "hoyer")), method_name(variant("nmf_sc", "accelerated"))
+    ('nmf_sc', 'nmf_sc_accelerated')
+    """
     name = spec.name
     if spec.variant is not None and spec.variant != _default_variant(spec):
         name = f"{name}_{spec.variant}"

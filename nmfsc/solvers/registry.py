@@ -117,7 +117,22 @@ install(SOLVERS)
 def solver(name: str) -> SolverSpec:
     """The row named ``name`` (:func:`~nmfsc.solvers.dispatch.method_name`): a
     public solver's name gives its default variant (``"nmf_sc"``: the paper's
-    algorithm), ``<name>_<variant>`` another variant."""
+    algorithm), ``<name>_<variant>`` another variant.
+
+    Examples
+    --------
+    >>> from nmfsc import nmf_sc
+    >>> from nmfsc.solvers.registry import solver
+    >>> solver("nmf_sc").variant  # the default: the paper's algorithm
+    'hoyer'
+    >>> spec = solver("nmf_sc_accelerated")
+    >>> spec.function is nmf_sc, spec.variant, spec.keywords
+    (True, 'accelerated', ('sparseness_w', 'sparseness_h'))
+    >>> solver("nmf_fast")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown solver 'nmf_fast'
+    """
     for spec in solver_specs():
         if method_name(spec) == name:
             return spec
@@ -126,7 +141,15 @@ def solver(name: str) -> SolverSpec:
 
 def variants(function) -> tuple[str, ...]:
     """The values the public solver ``function``'s ``solver=`` takes, the default
-    first (empty for a solver without variants)."""
+    first (empty for a solver without variants).
+
+    Examples
+    --------
+    >>> from nmfsc import nmf_euclidean, nmf_sc
+    >>> from nmfsc.solvers.registry import variants
+    >>> variants(nmf_sc), variants(nmf_euclidean)
+    (('hoyer', 'accelerated'), ())
+    """
     return tuple(
         s.variant
         for s in solver_specs()
@@ -136,7 +159,16 @@ def variants(function) -> tuple[str, ...]:
 
 def compared_solvers() -> tuple[str, ...]:
     """The names :func:`nmfsc.compare` runs (:func:`~nmfsc.solvers.dispatch.method_name`),
-    in table order."""
+    in table order.
+
+    Examples
+    --------
+    >>> from nmfsc.solvers.registry import compared_solvers
+    >>> compared_solvers()[:3]  # nmf_sc's rows first, the paper's algorithm leading
+    ('nmf_sc', 'nmf_sc_accelerated', 'nmf_sc_accelerated_average')
+    >>> "nmf_euclidean" in compared_solvers()
+    True
+    """
     return tuple(method_name(s) for s in solver_specs() if s.compared)
 
 

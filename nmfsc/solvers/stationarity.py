@@ -77,7 +77,18 @@ _DEGENERATE = 1e-12
 
 def projected_residual(X, G, lipschitz):
     """The gradient mapping of a non-negative factor X (module docstring):
-    G where G < 0, min(G, L X) elsewhere, with L = ``lipschitz``."""
+    G where G < 0, min(G, L X) elsewhere, with L = ``lipschitz``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nmfsc.solvers.stationarity import projected_residual
+    >>> X = np.array([[0.0, 2.0], [1.0, 0.0]])
+    >>> G = np.array([[0.5, 0.5], [-1.0, 3.0]])
+    >>> projected_residual(X, G, lipschitz=1.0)  # a zero with G > 0 cannot go lower: 0
+    array([[ 0. ,  0.5],
+           [-1. ,  0. ]])
+    """
     return np.where(G < 0, G, np.minimum(G, lipschitz * X))
 
 
@@ -202,7 +213,21 @@ def constrained_residual(X, G, axis, free_scale, average=False):
     non-negative entries; ``free_scale``: the vectors' norms are free (W's
     columns under ``sparseness_w``), else held too (H's rows under
     ``sparseness_h``); ``average``: only their mean sparseness is held
-    (:func:`_average_residual`). See the module docstring."""
+    (:func:`_average_residual`). See the module docstring.
+
+    Examples
+    --------
+    A gradient along the vector itself only changes its scale:
+
+    >>> import numpy as np
+    >>> from nmfsc.solvers.stationarity import constrained_residual
+    >>> x = np.array([[3.0], [4.0], [0.0]])  # one column, held to its sparseness
+    >>> g = x.copy()
+    >>> constrained_residual(x, g, axis=0, free_scale=False).ravel()  # norm held: stationary
+    array([0., 0., 0.])
+    >>> constrained_residual(x, g, axis=0, free_scale=True).ravel()  # W's columns: scale free
+    array([3., 4., 0.])
+    """
     X = np.asarray(X, dtype=np.float64)
     G = np.asarray(G, dtype=np.float64)
     if axis == 1:
