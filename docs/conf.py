@@ -59,6 +59,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "sphinx.ext.viewcode",  # a [source] link beside every documented object
     "numpydoc",
     "myst_parser",
     "sphinx_gallery.gen_gallery",
