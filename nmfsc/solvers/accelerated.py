@@ -230,8 +230,6 @@ class AcceleratedSteps(HoyerSteps):
         return int(min(SWEEPS_MAX, 1 + SWEEP_RATIO * rho))
 
     def step(self, state):
-        if self.average:
-            return self.average_step(state)
         W, H = state["W"], state["H"]
         N, T = self.data.shape
         WtV = self.data.wtv(W)
@@ -241,52 +239,32 @@ class AcceleratedSteps(HoyerSteps):
             if self.proj_w is not None:
                 W, H = unit_rows(W, H)
         else:
-            rule, l1 = _rb.RULE_UNIT, self.proj_h.l1_unit
-            H = sweep(H, WtW, WtV, rule, l1, self.sweeps(T, N), SWEEP_DELTA)
-        HHt = gram_rows(H)
-        HVt = self.data.hvt(H)
-        Wt = np.ascontiguousarray(W.T)
-        if self.proj_w is None:
-            rule, l1 = _rb.RULE_NONNEG, 1.0
-        else:
-            rule, l1 = _rb.RULE_SCALED, self.proj_w.l1_unit
-        Wt = sweep(Wt, HHt, HVt, rule, l1, self.sweeps(N, T), SWEEP_DELTA)
-        W = np.ascontiguousarray(Wt.T)
-        energy = expanded_objective(self.vv, HVt, Wt, HHt, columns=False)
-        return {"W": W, "H": H}, self.recorded(energy, W, H), None
-
-    def average_step(self, state):
-        """One iteration with ``average_sparseness``. A constrained factor's
-        rows are swept as without it, each row held at its own current
-        sparseness (``RULE_UNIT`` / ``RULE_SCALED`` with one L1 norm per
-        row: a sweep over single rows cannot move sparseness from one row to
-        another), then take one projected gradient step onto the average set
-        (:meth:`redistribute`), which can; an unconstrained factor takes its
-        HALS sweeps. E never rises: each sweep's rows and the step are
-        accepted only where they do not raise it."""
-        W, H = state["W"], state["H"]
-        N, T = self.data.shape
-        WtV = self.data.wtv(W)
-        WtW = self.w_gram(W)
-        if self.proj_h is None:
-            H = sweep(H, WtW, WtV, _rb.RULE_NONNEG, 1.0, self.sweeps(T, N), SWEEP_DELTA)
-            W, H = unit_rows(W, H)
-        else:
-            ratios = self.ratios(H, self.proj_h)
-            H = sweep(H, WtW, WtV, _rb.RULE_UNIT, ratios, self.sweeps(T, N), SWEEP_DELTA)
-            H = self.redistribute(self.proj_h, H, WtW, WtV, own_norm=False)
+            H = self.constrained(self.proj_h, _rb.RULE_UNIT, H, WtW, WtV, self.sweeps(T, N))
         HHt = gram_rows(H)
         HVt = self.data.hvt(H)
         Wt = np.ascontiguousarray(W.T)
         if self.proj_w is None:
             Wt = sweep(Wt, HHt, HVt, _rb.RULE_NONNEG, 1.0, self.sweeps(N, T), SWEEP_DELTA)
         else:
-            ratios = self.ratios(Wt, self.proj_w)
-            Wt = sweep(Wt, HHt, HVt, _rb.RULE_SCALED, ratios, self.sweeps(N, T), SWEEP_DELTA)
-            Wt = self.redistribute(self.proj_w, Wt, HHt, HVt, own_norm=True)
+            Wt = self.constrained(self.proj_w, _rb.RULE_SCALED, Wt, HHt, HVt, self.sweeps(N, T))
         W = np.ascontiguousarray(Wt.T)
         energy = expanded_objective(self.vv, HVt, Wt, HHt, columns=False)
         return {"W": W, "H": H}, self.recorded(energy, W, H), None
+
+    def constrained(self, projector, rule, X, G, A, sweeps):
+        """The sweeps over the rows of a constrained factor X (H, or W^T),
+        ``rule`` ``RULE_UNIT`` (H's rows) or ``RULE_SCALED`` (W's columns).
+
+        With ``average_sparseness`` each row is held at its own current
+        sparseness (one L1 norm per row: a sweep over single rows cannot
+        move sparseness from one row to another), then the factor takes one
+        projected gradient step onto the average set (:meth:`redistribute`),
+        which can. E never rises: each sweep's rows and the step are
+        accepted only where they do not raise it."""
+        if not self.average:
+            return sweep(X, G, A, rule, projector.l1_unit, sweeps, SWEEP_DELTA)
+        X = sweep(X, G, A, rule, self.ratios(X, projector), sweeps, SWEEP_DELTA)
+        return self.redistribute(projector, X, G, A, own_norm=rule == _rb.RULE_SCALED)
 
     @staticmethod
     def ratios(X, projector):

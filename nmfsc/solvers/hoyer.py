@@ -225,7 +225,7 @@ class _AverageProjector:
     are 1, or with ``own_norm`` each trial row's own. Every call returns a
     new array (no buffers are shared)."""
 
-    def __init__(self, count, n, sparseness, dtype=np.float64):
+    def __init__(self, sparseness, dtype=np.float64):
         self.sparseness, self.dtype = sparseness, dtype
         self.out = None
 
@@ -336,7 +336,7 @@ class HoyerSteps(SquaredErrorSteps):
         row at the sparseness (:class:`_Projector`) or, with
         ``average_sparseness``, their mean (:class:`_AverageProjector`)."""
         if self.average:
-            return _AverageProjector(count, n, sparseness, dtype)
+            return _AverageProjector(sparseness, dtype)
         return _Projector(count, n, l1_for_sparseness(sparseness, n), dtype)
 
     # --- start ------------------------------------------------------------
