@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 import pytest
+from api_reference import api_reference_entries
 
 ROOT = Path(__file__).parents[1]
 GUIDES = [
@@ -46,18 +47,7 @@ def _one_blas_thread():
 
 def _listed_in_api_reference():
     """(module, name) for every entry of an autosummary list in docs/api/index.rst."""
-    text = (ROOT / "docs/api/index.rst").read_text(encoding="utf-8")
-    listed, module, in_list = set(), None, False
-    for line in text.splitlines():
-        if line.startswith(".. currentmodule::"):
-            module = line.split("::")[1].strip()
-        if line.startswith(".. autosummary::"):
-            in_list = True
-        elif line.strip() and not line.startswith("   "):
-            in_list = False
-        elif in_list and line.strip() and not line.strip().startswith(":"):
-            listed.add((module, line.strip()))
-    return listed
+    return set(api_reference_entries())
 
 
 @pytest.mark.parametrize("module", ["nmfsc", "nmfsc.datasets", "nmfsc.plotting", "nmfsc.scores"])

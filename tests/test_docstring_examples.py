@@ -13,12 +13,11 @@ import importlib
 import inspect
 import re
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from api_reference import api_reference_entries
 
-API_REFERENCE = Path(__file__).parents[1] / "docs/api/index.rst"
 # Examples that read the paper's data sets (download_all: offline once they are there).
 REAL_DATA = {
     "load_cbcl",
@@ -34,19 +33,10 @@ REAL_DATA = {
 def _public_objects():
     """``(dotted name, object)`` of every function and class in the API reference's
     autosummary lists (not its data entries, such as ``SOLVERS``)."""
-    module, in_list = None, False
-    for line in API_REFERENCE.read_text(encoding="utf-8").splitlines():
-        if line.startswith(".. currentmodule::"):
-            module = line.split("::")[1].strip()
-        if line.startswith(".. autosummary::"):
-            in_list = True
-        elif line.strip() and not line.startswith("   "):
-            in_list = False
-        elif in_list and line.strip() and not line.strip().startswith(":"):
-            name = line.strip()
-            obj = getattr(importlib.import_module(module), name)
-            if callable(obj):  # functions and classes
-                yield f"{module}.{name}", obj
+    for module, name in api_reference_entries():
+        obj = getattr(importlib.import_module(module), name)
+        if callable(obj):  # functions and classes
+            yield f"{module}.{name}", obj
 
 
 PUBLIC = list(_public_objects())

@@ -26,25 +26,9 @@ def _fit(V, **kwargs):
 
 def _brute_force_norm(x, g, free_scale):
     """||P_T(-g)||, T the tangent cone at x of {y >= 0, ||y||_1/||y||_2 fixed}
-    (and ||y||_2 fixed unless ``free_scale``), by SLSQP."""
-    from scipy.optimize import minimize
-
-    support = x > 0
-    a = np.where(support, 1.0 - x.sum() / (x @ x) * x, 1.0)
-    constraints = [{"type": "eq", "fun": lambda d: a @ d}]
-    if not free_scale:
-        constraints.append({"type": "eq", "fun": lambda d: x @ d})
-    bounds = [(None, None) if s else (0.0, None) for s in support]
-    best = minimize(
-        lambda d: 0.5 * np.sum((d + g) ** 2),
-        np.zeros_like(x),
-        jac=lambda d: d + g,
-        bounds=bounds,
-        constraints=constraints,
-        method="SLSQP",
-        options={"ftol": 1e-14, "maxiter": 500},
-    )
-    return np.linalg.norm(best.x)
+    (and ||y||_2 fixed unless ``free_scale``), by SLSQP: the average set's
+    brute force for one vector."""
+    return _brute_force_average_norm(x[:, None], g[:, None], free_scale)
 
 
 @pytest.mark.parametrize("free_scale", [True, False], ids=["W-cone", "H-fixed-norm"])
