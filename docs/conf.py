@@ -163,30 +163,35 @@ html_last_updated_fmt = None
 paper_figures_dir = str(ROOT / "figures")
 
 
-# reproduction.md shows REPRODUCTION.md, read when the site is built. Its links
-# are written for the repository root: docs/x.md becomes x.md, and each claim's
-# link to its image in figures/ becomes the claim's own page (image, claim and
-# numbers), since figures/ is not part of the site.
-def _read_reproduction(app, docname, source):
-    if docname != "reproduction":
-        return
-    import re
+# reproduction.md is the page REPRODUCTION.md is, written when the site is built
+# from the figures' JSON files by reproduce/page.py (its links are the site's: each
+# figure's page, and the JSON files as downloads); paper/robustness.md gets the
+# claims across the seeds from the same code in place of {{claims}}.
+def _reproduce_module(name):
+    import importlib
 
-    path = ROOT / "REPRODUCTION.md"
-    app.env.note_dependency(str(path))
-    text = path.read_text(encoding="utf-8")
-    # A link whose text is the image's file name ([fig1.png](figures/fig1.png), the
-    # claims table) shows the image, linked to the claim's page.
-    text = re.sub(
-        r"\[((fig\d|sec5|convergence|caps|robustness)\.png)\]\(figures/\1\)",
-        r"[![\2](../figures/\1)](paper/\2.md)",
-        text,
-    )
-    text = re.sub(
-        r"\]\(figures/((?:fig\d|sec5|convergence|caps|robustness))\.png\)", r"](paper/\1.md)", text
-    )
-    text = text.replace("](figures/)", "](paper/index.md)").replace("](docs/", "](")
-    source[0] = text
+    sys.path.insert(0, str(ROOT))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT))
+
+
+def _read_reproduction(app, docname, source):
+    if docname not in ("reproduction", "paper/robustness"):
+        return
+    page = _reproduce_module("reproduce.page")
+    claims = _reproduce_module("reproduce._claims")
+    for path in (page.__file__, claims.__file__):
+        app.env.note_dependency(path)
+    for name in page.FILES:
+        app.env.note_dependency(str(ROOT / "figures" / f"{name}.json"))
+    if docname == "reproduction":
+        source[0] = page.render(ROOT / "figures", page.SITE)
+    else:
+        source[0] = source[0].replace(
+            "{{claims}}", page.seeds_section(ROOT / "figures", page.SITE_PAPER)
+        )
 
 
 # settings.md's table and stopping rules come from reproduce/experiments.py, the
@@ -194,13 +199,7 @@ def _read_reproduction(app, docname, source):
 def _write_settings(app, docname, source):
     if docname != "settings":
         return
-    import importlib
-
-    sys.path.insert(0, str(ROOT))
-    try:
-        experiments = importlib.import_module("reproduce.experiments")
-    finally:
-        sys.path.remove(str(ROOT))
+    experiments = _reproduce_module("reproduce.experiments")
     app.env.note_dependency(experiments.__file__)
     rows = [
         "| run | data | solver | M | constraints or weights | iteration budget | time cap |",

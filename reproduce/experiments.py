@@ -18,6 +18,15 @@ decide, so a figure is the same on every machine for a given seed.
 
 from reproduce._harness import Experiment
 
+#: How the reproduction page names each method the runs use (the paper's names).
+METHOD_WORDS = {
+    "nmf_divergence": "plain NMF",
+    "nmf_euclidean": "plain NMF",
+    "nmf_sc": "nmfsc",
+    "local_nmf": "LNMF",
+    "sparse_nmf": "SNMF",
+}
+
 
 def _exp(name, dataset, solver, m, max_iter, max_time, **params):
     return Experiment(name, dataset, solver, m, params, max_time=max_time, max_iter=max_iter)

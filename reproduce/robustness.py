@@ -7,8 +7,14 @@ sampled), computes every figure's claims from each seed's runs exactly as the
 figure scripts do, and repeats Figure 6's projection trials per seed. Written to
 ``<out>/robustness.json`` (every claim for every seed, the spread of each number
 and, for every yes/no claim, whether it holds for every seed),
-``<out>/robustness.md`` (the tables quoted in REPRODUCTION.md) and a strip
-figure ``<out>/robustness.png``/``.pdf`` (one dot per seed).
+``<out>/robustness.md`` (the same tables, by internal key) and
+``<out>/robustness.png``/``.pdf``: one panel per claim of the paper, in words,
+one dot per seed (:func:`reproduce._claims.seeds_figure`). The reproduction
+page (``python -m reproduce.page``) reads the JSON.
+
+``python -m reproduce.robustness [--out figures]`` redraws the PNG and PDF from
+``<out>/robustness.json`` and runs nothing: the drawing is not part of the code
+version, so a new drawing needs no new run.
 
 Not part of ``all`` and not run in CI: with five seeds it runs the whole
 suite five times (about 15 minutes a seed on 2 cores). Runs are cached like the
@@ -20,14 +26,14 @@ from __future__ import annotations
 
 from reproduce import fig6
 from reproduce._claims import (
+    CLAIMS,
     constraint_error,
     figure_claims,
     flatten,
     fmt,
     runs_needed,
-    score_panels,
+    seeds_figure,
     shown_in_tables,
-    strip_figure,
 )
 from reproduce._figure import run_all
 from reproduce._harness import figure_json
@@ -92,6 +98,25 @@ def markdown(seeds, table):
     return "\n".join(lines) + "\n"
 
 
+def draw(doc):
+    """The seeds figure of a robustness JSON document (the file's contents, or
+    the payload :func:`main` writes into it)."""
+    return seeds_figure(CLAIMS, doc["claims"], doc["parameters"]["seeds"])
+
+
+def redraw(out_dir="figures"):
+    """Redraw ``<out_dir>/robustness.png`` and ``.pdf`` from ``<out_dir>/robustness.json``
+    (left as it is); returns the two paths. Runs nothing."""
+    import json
+    from pathlib import Path
+
+    from nmfsc.plotting import save_figure
+
+    out_dir = Path(out_dir)
+    doc = json.loads((out_dir / "robustness.json").read_text(encoding="utf-8"))
+    return list(save_figure(draw(doc), out_dir / "robustness"))
+
+
 def main(options, seeds=DEFAULT_SEEDS):
     """Run every seed, write robustness.json/.md/.png/.pdf; return the paths."""
     import dataclasses
@@ -126,8 +151,21 @@ def main(options, seeds=DEFAULT_SEEDS):
     text = markdown(seeds, table)
     out = options.out_dir
     write_atomic(out / "robustness.md", text)
-    fig = strip_figure(score_panels(flat_by_seed), [f"seed {s}" for s in seeds], CAPTION)
+    fig = draw(payload)
     paths = write_figure_set(
         fig, out, "robustness", figure_json(options, "robustness", CAPTION, payload)
     )
     return [*paths, out / "robustness.md"]
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m reproduce.robustness",
+        description="Redraw robustness.png and .pdf from robustness.json (runs nothing; "
+        "'python -m reproduce robustness' runs the seeds).",
+    )
+    parser.add_argument("--out", default="figures", help="folder of robustness.json")
+    for path in redraw(parser.parse_args().out):
+        print(path)

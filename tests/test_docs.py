@@ -118,3 +118,40 @@ def _blas_limits_restored():
     except ImportError:
         return contextlib.nullcontext()
     return threadpool_limits(limits=None)
+
+
+def test_reproduction_page_is_the_page_of_the_committed_figures():
+    # REPRODUCTION.md is written from figures/*.json by `python -m reproduce.page`
+    # (the site's Reproduction page by the same code when it is built): after the
+    # figures change, run it again.
+    from reproduce import page
+
+    written = (ROOT / "REPRODUCTION.md").read_text(encoding="utf-8")
+    assert written == page.render(ROOT / "figures", page.REPOSITORY), (
+        "REPRODUCTION.md is not the page of figures/*.json: run python -m reproduce.page"
+    )
+
+
+def test_reproduction_page_names_only_what_the_site_serves():
+    # A reader of the site sees claims in words and downloads the JSON; no file
+    # name outside the site, no internal key of the claims.
+    import json
+
+    from reproduce import page
+
+    text = page.render(ROOT / "figures", page.SITE)
+    for target in re.findall(r"\]\(([^)]+)\)", text):  # links and images
+        if target.startswith("#"):
+            continue
+        assert target.endswith(".md") or target.startswith("../figures/"), target
+        file = (ROOT / "docs" / target).resolve()
+        assert file.is_file(), f"{target} is not a file of the site's sources"
+    downloads = re.findall(r"\{download\}`[^<`]*<([^>]+)>`", text)
+    assert {Path(d).name for d in downloads} >= {f"{name}.json" for name in page.FILES}
+    assert all((ROOT / "docs" / d).resolve().is_file() for d in downloads)
+    prose = re.sub(r"\]\([^)]+\)|<[^>]+>`|```\{image\}[^\n]*", "", text)
+    assert "figures/" not in prose and "reproduce/" not in prose
+    for name in ("caps.json", "robustness.md", "experiments.py"):
+        assert name not in prose.replace("{download}`caps.json", "")
+    keys = json.loads((ROOT / "figures/robustness.json").read_text())["claims"]
+    assert not [key for key in keys if key in text], "an internal key of the claims"

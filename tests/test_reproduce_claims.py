@@ -91,3 +91,44 @@ def test_strip_figure_reads_at_page_width():
     assert readable("orientation_mean_natural / sec5_snmf_natural_alpha1") == (
         "orientation on natural images, SNMF, alpha 1"
     )
+
+
+def test_every_claim_in_words_reads_its_rows_from_the_committed_seeds():
+    import json
+    from pathlib import Path
+
+    from reproduce._claims import CLAIMS
+
+    doc = json.loads((Path(__file__).parents[1] / "figures/robustness.json").read_text())
+    table = doc["claims"]
+    for claim in CLAIMS:
+        for path, label in (*claim.numbers, *claim.more):
+            assert path in table, path
+            assert "_" not in label and SEP not in label, label
+        assert claim.verdicts and all(path in table for path in claim.verdicts)
+    yes_no = {p for p, r in table.items() if "holds_for_every_seed" in r}
+    assert yes_no <= {p for claim in CLAIMS for p in claim.verdicts}
+
+
+def test_seeds_figure_is_drawn_for_the_page_and_redrawn_from_the_json(tmp_path):
+    # The seeds figure was 1982 px shrunk to about 715 on the page (text 7 px):
+    # now one column of panels 7.2 in wide, text of at least 9 pt, labels in
+    # words; redrawing it reads the JSON and leaves it as it was.
+    import json
+    import shutil
+    from pathlib import Path
+
+    from reproduce.robustness import draw, redraw
+
+    source = Path(__file__).parents[1] / "figures/robustness.json"
+    shutil.copy(source, tmp_path / "robustness.json")
+    before = (tmp_path / "robustness.json").read_bytes()
+    fig = draw(json.loads(before))
+    assert fig.get_figwidth() <= 7.5
+    axes = fig.get_axes()
+    labels = [t for ax in axes for t in ax.get_yticklabels()]
+    assert labels and all(t.get_fontsize() >= 9 for t in labels)
+    assert not any("_" in t.get_text() for t in labels)
+    paths = redraw(tmp_path)
+    assert [p.name for p in paths] == ["robustness.png", "robustness.pdf"]
+    assert (tmp_path / "robustness.json").read_bytes() == before

@@ -17,6 +17,7 @@ JSON is a dependency of the page, so a new reproduction rebuilds it.
 """
 
 import json
+import os
 import re
 import string
 from pathlib import Path
@@ -95,13 +96,18 @@ class PaperFigure(SphinxDirective):
         lines = text.splitlines()
         experiments = data.get("experiments")
         if experiments:
-            lines += ["", f"The runs behind {name} (from `figures/{name}.json`):", ""]
+            lines += ["", f"The runs behind {name}:", ""]
             lines += runs_table(experiments)
         versions = data.get("versions", {})
+        # The JSON itself, offered for download (copied into the site).
+        here = Path(self.env.doc2path(self.env.docname)).parent
+        download = f"{{download}}`{path.name} <{os.path.relpath(path, here)}>`"
+        seed = data.get("seed")
+        seed = f"seeds {', '.join(map(str, seed))}" if isinstance(seed, list) else f"seed {seed}"
         lines += [
             "",
-            f"*Numbers read from `figures/{name}.json` when this page was built: seed "
-            f"{data.get('seed')}, code version `{versions.get('code_version', '?')}`, "
+            f"*Numbers read from {download} when this page was built: {seed}, "
+            f"code version `{versions.get('code_version', '?')}`, "
             f"Python {versions.get('python', '?')}, numpy {versions.get('numpy', '?')}, "
             f"numba {versions.get('numba', '?')}"
             + (" (quick run, not the paper's settings)" if data.get("quick") else "")
