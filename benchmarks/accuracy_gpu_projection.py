@@ -17,13 +17,18 @@ import argparse
 import numpy as np
 
 from nmfsc import l1_for_sparseness, project
-from nmfsc.gpu_backend.arrays import to_host
 from nmfsc.gpu_backend.projection import project_rows
 from nmfsc.gpu_backend.thresholds import (
     condition_parts,
     max_passes,
     thresholds_by_passes,
 )
+
+
+def to_host(x):
+    """x as a NumPy array (``.get()`` for a CuPy array)."""
+    return x.get() if hasattr(x, "get") else np.asarray(x)
+
 
 EPS = np.finfo(np.float64).eps
 SPARSENESS = (0.1, 0.3, 0.6, 0.9)

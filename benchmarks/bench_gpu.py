@@ -57,6 +57,7 @@ import numpy as np
 from numba.core.errors import NumbaPerformanceWarning
 
 from nmfsc import ConvergenceWarning, l1_for_sparseness, nmf_sc
+from nmfsc.gpu_backend import GPU_BACKEND
 from nmfsc.gpu_backend.projection import fused_kernels, project_rows, project_rows_by_arrays
 from nmfsc.gpu_backend.run import run_on_device
 from nmfsc.solvers.accelerated import AcceleratedSteps
@@ -136,7 +137,7 @@ def fit(xp, V, rank, iterations, sparseness_h, solver="hoyer", callback=None):
         if xp is np:
             settings = LoopSettings.from_keywords("nmf_sc", keywords)
             steps = AcceleratedSteps if solver == "accelerated" else HoyerSteps
-            return run_on_device(steps, V, rank, params, settings)
+            return run_on_device(GPU_BACKEND.steps_for(steps), V, rank, params, settings)
         return nmf_sc(V, rank, **params, **keywords, solver=solver)
 
 

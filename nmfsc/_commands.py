@@ -8,6 +8,7 @@ an ``.npz`` file. Both turn the library's one-line ``ValueError`` and
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -23,8 +24,10 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from nmfsc._array_api import to_host
 from nmfsc._missing_values import observed_entries
 from nmfsc.atomic import SET_JOURNAL, SetJournalError, atomic_writer, check_set, replaced_set
+from nmfsc.backends import backend_named
 from nmfsc.readers import check_n_components, describe_available, memory_limit, read_matrix
 
 __all__ = [
@@ -298,13 +301,14 @@ def run_fit(args):
             "--average-sparseness does not run with --device gpu yet; drop --device gpu"
         )
     data_on_device = V
-    if device == "gpu":
-        from nmfsc.gpu_backend import to_gpu
-
+    if device != "cpu":
+        backend = backend_named(device)
+        if backend.from_host is None:
+            raise CommandError(f"--device {device}: that backend takes no data from the host")
         try:
-            data_on_device = to_gpu(V)
+            data_on_device = backend.from_host(V)
         except (ImportError, RuntimeError) as error:
-            raise CommandError(f"--device gpu: {error}") from None
+            raise CommandError(f"--device {device}: {error}") from None
     options = {
         "sparseness_w": args.sparseness_w,
         "sparseness_h": args.sparseness_h,
@@ -340,10 +344,8 @@ def run_fit(args):
     except OSError as error:  # the checkpoint could not be saved (a full disk)
         where = error.filename or checkpoint
         raise CommandError(f"cannot write {where}: {error.strerror or error}", status=1) from error
-    if device == "gpu":
-        from nmfsc.gpu_backend import host_result
-
-        result = host_result(result)
+    if device != "cpu":
+        result = dataclasses.replace(result, W=to_host(result.W), H=to_host(result.H))
     if result.stop_reason == "interrupted":
         raise CommandError(
             f"interrupted at iteration {result.n_iter}; {out} was not written; "

@@ -6,7 +6,7 @@ scikit-learn is optional. With it, the bases are scikit-learn's own
 :func:`check_input` is scikit-learn's ``validate_data``. Without it, small
 stand-ins give the same public methods (``get_params`` / ``set_params``,
 ``fit_transform``, ``get_feature_names_out``) and the input is checked by
-nmfsc's own validation. A CuPy array (:func:`on_gpu`) is checked on its GPU
+nmfsc's own validation. A CuPy array (:func:`on_device`) is checked on its GPU
 instead, with scikit-learn's messages. :class:`InitialObjectiveStop` is
 scikit-learn's stopping test, given to the solvers as their ``callback``.
 """
@@ -19,12 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from nmfsc._array_api import namespace
 from nmfsc._validation import as_float_array, check_data, reject_masked
-from nmfsc.dask_backend import is_dask_array
-from nmfsc.gpu_backend.arrays import namespace
-from nmfsc.solvers import dispatch
+from nmfsc.backends import Backend, backend_for
 from nmfsc.solvers.framework import NMFResult
-from nmfsc.solvers.registry import GPU
 
 __all__ = [
     "HAVE_SKLEARN",
@@ -34,7 +32,7 @@ __all__ = [
     "TransformerMixin",
     "check_fitted",
     "check_input",
-    "on_gpu",
+    "on_device",
 ]
 
 try:  # scikit-learn is optional
@@ -99,12 +97,13 @@ def check_fitted(estimator: Any, attribute: str) -> None:
         )
 
 
-def on_gpu(X: Any) -> bool:
-    """Whether X is an array the GPU backend takes (a CuPy array, recognised
-    without importing CuPy): :class:`nmfsc.SparseNMF` checks, fits and
-    transforms it on its GPU."""
-    backend = dispatch.backend_for(X)
-    return backend is not None and backend.name == GPU
+def on_device(X: Any) -> bool:
+    """Whether X is the array of a backend that NumPy's functions run on
+    through its module (:attr:`nmfsc.backends.Backend.array_api`: a CuPy
+    array, recognised without importing CuPy): :class:`nmfsc.SparseNMF`
+    checks, fits and transforms it where it is."""
+    backend = backend_for(X)
+    return backend is not None and backend.array_api
 
 
 def _is_text(X: Any) -> bool:
@@ -123,12 +122,14 @@ def check_input(estimator: Any, X: Any, *, reset: bool, allow_nan: bool = False)
     ``reset=True`` (fit) records ``n_features_in_`` (and, with scikit-learn,
     ``feature_names_in_``); ``reset=False`` checks X against them.
     ``allow_nan``: NaN entries pass (missing values; the caller checks the rest).
-    A CuPy array is checked on its GPU and stays there (:func:`on_gpu`).
+    A CuPy array is checked on its GPU and stays there (:func:`on_device`);
+    a Dask array is taken by ``fit`` as it is (its solver checks it).
     """
     name = type(estimator).__name__
-    if is_dask_array(X):
-        return _check_dask_input(estimator, X, reset=reset)
-    if on_gpu(X):
+    backend = backend_for(X)
+    if backend is not None and not backend.array_api:
+        return _check_lazy_input(estimator, X, backend, reset=reset)
+    if backend is not None:
         return _check_gpu_input(estimator, X, reset=reset, allow_nan=allow_nan)
     reject_masked(X, "X")  # scikit-learn's validate_data would drop the mask silently
     if _is_text(X):  # numpy's own "could not convert string to float" names nothing
@@ -173,20 +174,21 @@ def check_input(estimator: Any, X: Any, *, reset: bool, allow_nan: bool = False)
     return X
 
 
-def _check_dask_input(estimator: Any, X: Any, *, reset: bool) -> Any:
-    """A Dask array X for fit (checked by the Dask solver as it reads X);
-    transform and score need X in memory."""
+def _check_lazy_input(estimator: Any, X: Any, backend: Backend, *, reset: bool) -> Any:
+    """The array X of a backend that computes it lazily (a Dask array), for
+    fit (checked by the backend's solver as it reads X); transform and score
+    need X in memory."""
     name = type(estimator).__name__
     if not reset:
         raise TypeError(
-            f"{name}.transform and score need X in memory, got a Dask array of shape "
-            f"{X.shape}: pass X.compute() (in batches of rows for a large X); fit and "
-            "fit_transform take a Dask array"
+            f"{name}.transform and score need X in memory, got {backend.arrays()} of shape "
+            f"{X.shape}: pass {backend.to_memory} (in batches of rows for a large X); fit "
+            f"and fit_transform take {backend.arrays()}"
         )
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n_samples, n_features), got ndim={X.ndim}")
     estimator.n_features_in_ = X.shape[1]
-    if hasattr(estimator, "feature_names_in_"):  # a Dask array has no column names
+    if hasattr(estimator, "feature_names_in_"):  # such an array has no column names
         del estimator.feature_names_in_
     return X
 

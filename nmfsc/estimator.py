@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from nmfsc._array_api import as_float_array_in, namespace, to_host
 from nmfsc._estimator_base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
@@ -25,17 +26,11 @@ from nmfsc._estimator_base import (
     TransformerMixin,
     check_fitted,
     check_input,
-    on_gpu,
+    on_device,
 )
 from nmfsc._missing_values import check_missing_values, observed_entries
 from nmfsc._validation import as_float_array, check_optional_sparseness, check_positive_int
-from nmfsc.dask_backend import dask_frobenius_norm, is_dask_array
-from nmfsc.gpu_backend.arrays import (
-    as_device_float_array,
-    device_frobenius_norm,
-    namespace,
-    to_host,
-)
+from nmfsc.backends import backend_for
 from nmfsc.solvers.coefficients import fit_coefficients
 from nmfsc.solvers.framework import NMFResult, frobenius_norm
 from nmfsc.solvers.hoyer import nmf_sc
@@ -315,8 +310,8 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         if W is None or H is None:
             raise ValueError("init='custom' needs both W and H: fit(X, W=..., H=...)")
         # CuPy starts are checked on the host (M-sized; nmf_sc copies them back)
-        W_arr = as_float_array(to_host(W) if on_gpu(W) else W, "W", ndim=2)
-        H_arr = as_float_array(to_host(H) if on_gpu(H) else H, "H", ndim=2)
+        W_arr = as_float_array(to_host(W) if on_device(W) else W, "W", ndim=2)
+        H_arr = as_float_array(to_host(H) if on_device(H) else H, "H", ndim=2)
         M = self._n_components_for(X)
         for name, arr, shape in (("W", W_arr, (X.shape[0], M)), ("H", H_arr, (M, X.shape[1]))):
             if arr.shape != shape:
@@ -453,8 +448,8 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         CuPy coefficients give CuPy data, computed on their GPU.
         """
         check_fitted(self, "components_")
-        if on_gpu(X) or on_gpu(self.components_):
-            return self._inverse_transform_on_gpu(X)
+        if on_device(X) or on_device(self.components_):
+            return self._inverse_transform_on_device(X)
         X_arr = as_float_array(X, "X", ndim=2)
         if X_arr.shape[1] != self.n_components_:
             raise ValueError(
@@ -468,19 +463,19 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     def _refuse_host_data(self, X: Any) -> None:
         """A model fitted on a GPU takes CuPy data only (its ``components_``
         stay on the GPU)."""
-        if on_gpu(self.components_) and not on_gpu(X):
+        if on_device(self.components_) and not on_device(X):
             raise TypeError(
                 f"{type(self).__name__} was fitted on a GPU (components_ is a CuPy array) "
                 "and X is not a CuPy array: pass cupy.asarray(X), or fit on host data"
             )
 
-    def _inverse_transform_on_gpu(self, X: Any) -> Any:
+    def _inverse_transform_on_device(self, X: Any) -> Any:
         """inverse_transform of a CuPy X, on its GPU (``components_`` copied
         there if fitted on the host), with the host path's checks."""
         name = type(self).__name__
         self._refuse_host_data(X)
         xp = namespace(X)
-        X = as_device_float_array(xp, X, "X", 2)  # float32 in, float32 out
+        X = as_float_array_in(xp, X, "X", 2)  # float32 in, float32 out
         if X.shape[1] != self.n_components_:
             raise ValueError(
                 f"X has {X.shape[1]} columns, but {name} has {self.n_components_} components"
@@ -510,13 +505,14 @@ def _frobenius_error(X: Any, result: NMFResult | None) -> float:
     if result is None:
         scale = float(X.max())
         return 0.0 if scale == 0.0 else _norm(X, scale)
-    if is_dask_array(X):
-        return float(result.relative_error * dask_frobenius_norm(X, result.scale))
     return float(result.relative_error * _norm(X, result.scale))
 
 
 def _norm(X: Any, scale: float) -> float:
-    """``||X||_F`` from ``scale`` = max(X) > 0: on the GPU for a CuPy X."""
-    if on_gpu(X):
-        return device_frobenius_norm(namespace(X), X, scale)
+    """``||X||_F`` from ``scale`` = max(X) > 0, where X is: by its backend's
+    :attr:`~nmfsc.backends.Backend.frobenius_norm` (a Dask or CuPy X), else
+    in memory."""
+    backend = backend_for(X)
+    if backend is not None and backend.frobenius_norm is not None:
+        return float(backend.frobenius_norm(X, scale))
     return frobenius_norm(X, scale)

@@ -81,8 +81,9 @@ from nmfsc._kernels import grouped as _g
 from nmfsc._kernels import projection as _k
 from nmfsc._threads import threads
 from nmfsc._validation import as_float_array, check_sparseness, reject_masked
+from nmfsc.backends import backend_for
 
-__all__ = ["project", "project_average", "project_batch", "register_array_projection"]
+__all__ = ["project", "project_average", "project_batch"]
 
 _METHODS = {"hoyer": _k.METHOD_HOYER, "fast": _k.METHOD_FAST}
 # Relative slack on the feasibility test L2 <= L1 <= sqrt(n) L2, so that targets
@@ -99,22 +100,12 @@ _FLOAT64 = np.dtype(np.float64)
 _THREADED_MIN_N = 1 << 17
 
 
-# (accepts, project_batch) of each registered kind of device array (the GPU
-# backend's, nmfsc.gpu_backend): arrays this module does not compute on.
-_ARRAY_PROJECTIONS: list = []
-
-
-def register_array_projection(accepts, project_batch_function):
-    """Have :func:`project` and :func:`project_batch` hand an array for which
-    ``accepts(x)`` is true to ``project_batch_function(X, l1, l2, axis, nonneg,
-    method, return_passes)`` (a 1-D X for :func:`project`). A backend's package
-    calls this when it is imported; ``accepts`` must import nothing."""
-    _ARRAY_PROJECTIONS.append((accepts, project_batch_function))
-
-
 def _array_projection(x):
-    """The registered projection for x, or None (NumPy and array-likes)."""
-    return next((f for accepts, f in _ARRAY_PROJECTIONS if accepts(x)), None)
+    """The projection of the backend whose array x is (its
+    :attr:`~nmfsc.backends.Backend.project_batch`), or None (NumPy and
+    array-likes)."""
+    backend = backend_for(x)
+    return None if backend is None else backend.project_batch
 
 
 def _method_code(method):

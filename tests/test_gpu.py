@@ -18,13 +18,21 @@ import numpy as np
 import pytest
 
 import nmfsc
-from nmfsc import ConvergenceWarning, SparseNMF, l1_for_sparseness, nmf_euclidean, nmf_sc, project
+from nmfsc import (
+    ConvergenceWarning,
+    SparseNMF,
+    backends,
+    l1_for_sparseness,
+    nmf_euclidean,
+    nmf_sc,
+    project,
+)
 from nmfsc._kernels import rowblocks
-from nmfsc.gpu_backend import is_cupy_array
+from nmfsc.gpu_backend import GPU_BACKEND, is_cupy_array
 from nmfsc.gpu_backend.projection import project_batch_device, project_rows
 from nmfsc.gpu_backend.run import run_on_device
 from nmfsc.gpu_backend.sweeps import sweep_rows
-from nmfsc.solvers import dispatch, registry
+from nmfsc.solvers import registry
 from nmfsc.solvers.accelerated import AcceleratedSteps, sweep
 from nmfsc.solvers.coefficients import CoefficientSteps, fit_coefficients
 from nmfsc.solvers.framework import LoopSettings
@@ -56,7 +64,8 @@ def V():
 def on_device(steps, V, n_components, params, name="nmf_sc", **loop):
     """The GPU path's run, with NumPy arrays: the device code on the CPU."""
     settings = LoopSettings.from_keywords(name, loop)
-    return run_on_device(steps, V, n_components, params, settings, stacklevel=4)
+    device_steps = GPU_BACKEND.steps_for(steps)
+    return run_on_device(device_steps, V, n_components, params, settings, stacklevel=4)
 
 
 def relative_gap(a, b):
@@ -364,9 +373,12 @@ def test_project_batch_device_layouts_and_errors():
 def test_the_backend_is_registered_and_named_in_the_table():
     stub = type("ndarray", (), {"__module__": "cupy._core.core"})()
     assert is_cupy_array(stub) and not is_cupy_array(np.zeros(2))
-    assert dispatch.backend_for(stub).name == registry.GPU
-    gpu_rows = {(s.name, s.variant) for s in registry.SOLVERS if registry.GPU in s.backends}
+    assert backends.backend_for(stub) is GPU_BACKEND
+    gpu_rows = {(s.name, s.variant) for s in registry.SOLVERS if "gpu" in s.backends}
     assert gpu_rows == {("nmf_sc", "hoyer"), ("nmf_sc", "accelerated"), ("nmf_euclidean", None)}
+    # each declared steps class resolves to the device form of those steps
+    for steps in GPU_BACKEND.steps:
+        assert issubclass(GPU_BACKEND.steps_for(steps), steps)
 
 
 def test_import_nmfsc_does_not_import_cupy_or_numba_cuda():
@@ -471,7 +483,6 @@ def route_to_device(monkeypatch, accepts):
     taken for CuPy ones), so that the public solvers, fit_coefficients and
     SparseNMF take their GPU paths: the device code, on the CPU. Returns
     the list of the shapes of the V of each DeviceRun that follows."""
-    from nmfsc.gpu_backend import solve_on_gpu
     from nmfsc.gpu_backend.run import DeviceRun
 
     calls = []
@@ -482,8 +493,7 @@ def route_to_device(monkeypatch, accepts):
         open_data(run, data)
 
     monkeypatch.setattr(DeviceRun, "open_data", counted)
-    gpu = dispatch.Backend(registry.GPU, accepts, solve_on_gpu, array_name="CuPy (GPU) array")
-    monkeypatch.setattr(dispatch, "backend_for", lambda data: gpu if gpu.accepts(data) else None)
+    monkeypatch.setitem(backends._BACKENDS, "gpu", replace(GPU_BACKEND, accepts=accepts))
     return calls
 
 
@@ -511,16 +521,12 @@ def test_public_solvers_reach_the_backend_through_the_seam(V, monkeypatch):
     assert len(calls) == 3  # all three runs were DeviceRuns
     with pytest.raises(ValueError, match="mask= does not run on a CuPy"):
         nmf_sc(V, 3, sparseness_h=0.7, solver="accelerated", mask=np.ones(V.shape, bool))
-    in_memory_only = [
-        replace(s, backends=(dispatch.IN_MEMORY,)) if s.variant == "accelerated" else s
-        for s in registry.SOLVERS
-    ]
-    dispatch.install(in_memory_only)
-    try:
-        with pytest.raises(ValueError, match="does not run on a CuPy .* solver='hoyer'"):
-            nmf_sc(V, 3, sparseness_h=0.7, solver="accelerated")
-    finally:
-        dispatch.install(registry.SOLVERS)
+    # a backend that does not declare the accelerated steps refuses that variant
+    gpu = backends.backend_named("gpu")
+    steps = {k: v for k, v in gpu.steps.items() if k is not AcceleratedSteps}
+    monkeypatch.setitem(backends._BACKENDS, "gpu", replace(gpu, steps=steps))
+    with pytest.raises(ValueError, match="does not run on a CuPy .* solver='hoyer'"):
+        nmf_sc(V, 3, sparseness_h=0.7, solver="accelerated")
 
 
 class _NotNumpy:

@@ -16,21 +16,23 @@ per-chunk results; V is never gathered on one process, nor is a row of H.
 - :mod:`~nmfsc.dask_backend.stack_checkpoint`: checkpoints with H saved chunk-wise.
 - :mod:`~nmfsc.dask_backend.run`: the loop, the start and the result.
 
-The package plugs into the solvers through :mod:`nmfsc.solvers.dispatch`:
-importing it (``import nmfsc`` does) registers the backend ``"dask"``, which
-accepts a Dask array (:func:`is_dask_array`, which imports nothing) and runs
-the solvers whose entry in :data:`nmfsc.solvers.registry.SOLVERS` names it.
-Its modules, and with them Dask, are imported only when such a run starts.
+The package plugs into nmfsc through :mod:`nmfsc.backends`: importing it
+(``import nmfsc`` does) registers :data:`DASK_BACKEND`, which accepts a Dask
+array (:func:`is_dask_array`, which imports nothing) and declares what it
+runs: the steps of nmf_sc (``solver="hoyer"``) and nmf_euclidean, and its
+norm. Its modules, and with them Dask, are imported only when such a run
+starts.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from nmfsc.solvers.dispatch import Backend, register_backend
-from nmfsc.solvers.registry import DASK
+from nmfsc.backends import Backend, register_backend
+from nmfsc.solvers.hoyer import HoyerSteps
+from nmfsc.solvers.standard import EuclideanSteps
 
-__all__ = ["dask_frobenius_norm", "is_dask_array", "solve_on_dask"]
+__all__ = ["DASK_BACKEND", "dask_frobenius_norm", "is_dask_array", "solve_on_dask"]
 
 
 def is_dask_array(V):
@@ -40,14 +42,11 @@ def is_dask_array(V):
 
 
 def solve_on_dask(steps, V, n_components, params, settings):
-    """Run the solver whose in-memory steps class is ``steps`` on the Dask array V
+    """Run the backend's steps class ``steps`` (chunked H) on the Dask array V
     (:func:`nmfsc.dask_backend.run.run_on_dask`); Dask is imported only now."""
     from nmfsc.dask_backend.run import run_on_dask
 
     return run_on_dask(steps, V, n_components, params, settings)
-
-
-register_backend(Backend(DASK, is_dask_array, solve_on_dask))
 
 
 def dask_frobenius_norm(V, scale):
@@ -57,3 +56,16 @@ def dask_frobenius_norm(V, scale):
 
     parts = [task(squares_chunk, part, scale) for part in V.to_delayed().ravel()]
     return scale * float(np.sqrt(compute(reduce_tree(parts))[0]))
+
+
+_STEPS = "nmfsc.dask_backend.steps."
+#: The Dask backend: what it runs and how (:class:`nmfsc.backends.Backend`).
+DASK_BACKEND = Backend(
+    "dask",
+    is_dask_array,
+    solve_on_dask,
+    steps={HoyerSteps: _STEPS + "DaskHoyerSteps", EuclideanSteps: _STEPS + "DaskEuclideanSteps"},
+    frobenius_norm=dask_frobenius_norm,
+    to_memory="X.compute()",
+)
+register_backend(DASK_BACKEND)

@@ -21,23 +21,18 @@ import numpy as np
 
 from nmfsc.dask_backend.chunked import DaskData, compute, reduce_tree, task
 from nmfsc.dask_backend.stack_checkpoint import load_stack_checkpoint, save_stack_checkpoint
-from nmfsc.dask_backend.steps import DaskEuclideanSteps, DaskHoyerSteps
 from nmfsc.solvers.framework import Run
-from nmfsc.solvers.hoyer import HoyerSteps
-from nmfsc.solvers.standard import EuclideanSteps
 from nmfsc.sparseness import sparseness_or_nan
 
-__all__ = ["DASK_STEPS", "DaskRun", "run_on_dask"]
-
-#: The in-memory steps class of each solver that runs here -> its chunked form.
-DASK_STEPS = {HoyerSteps: DaskHoyerSteps, EuclideanSteps: DaskEuclideanSteps}
+__all__ = ["DaskRun", "run_on_dask"]
 
 
 def run_on_dask(steps, V, n_components, params, settings):
-    """Run the solver whose in-memory steps class is ``steps`` on the Dask array V
-    (its keywords ``params`` already checked): the backend's ``run``
-    (:class:`nmfsc.solvers.dispatch.Backend`)."""
-    make_steps = partial(DASK_STEPS[steps], **params)
+    """Run the chunked steps class ``steps`` (what
+    :data:`~nmfsc.dask_backend.DASK_BACKEND` declares for an in-memory one)
+    on the Dask array V (its keywords ``params`` already checked): the
+    backend's ``run`` (:class:`nmfsc.backends.Backend`)."""
+    make_steps = partial(steps, **params)
     with blas_threads_shared(V):
         return DaskRun(make_steps, V, n_components, params, settings).run(stacklevel=6)
 

@@ -30,20 +30,23 @@ tested where no GPU is):
   coordinate sweeps over a factor's rows;
 - :mod:`~nmfsc.gpu_backend.run`: the loop's hooks for device arrays.
 
-The package plugs into the solvers through :mod:`nmfsc.solvers.dispatch`:
-importing it (``import nmfsc`` does) registers the backend ``"gpu"``, which
-accepts a CuPy array (:func:`is_cupy_array`, which imports nothing) and
-runs the solvers whose entry in :data:`nmfsc.solvers.registry.SOLVERS`
-names it. CuPy is imported only when such a run starts.
+The package plugs into nmfsc through :mod:`nmfsc.backends`: importing it
+(``import nmfsc`` does) registers :data:`GPU_BACKEND`, which accepts a CuPy
+array (:func:`is_cupy_array`, which imports nothing) and declares what it
+runs: the steps of nmf_sc (both solvers), nmf_euclidean and
+fit_coefficients, its projection, its norm and its copy from the host.
+CuPy is imported only when such a run starts.
 """
 
 from __future__ import annotations
 
-from nmfsc.projection import register_array_projection
-from nmfsc.solvers.dispatch import Backend, register_backend
-from nmfsc.solvers.registry import GPU
+from nmfsc.backends import Backend, register_backend
+from nmfsc.solvers.accelerated import AcceleratedSteps
+from nmfsc.solvers.coefficients import CoefficientSteps
+from nmfsc.solvers.hoyer import HoyerSteps
+from nmfsc.solvers.standard import EuclideanSteps
 
-__all__ = ["cupy_or_error", "host_result", "is_cupy_array", "solve_on_gpu", "to_gpu"]
+__all__ = ["GPU_BACKEND", "cupy_or_error", "is_cupy_array", "solve_on_gpu", "to_gpu"]
 
 
 def is_cupy_array(V):
@@ -76,18 +79,8 @@ def to_gpu(V):
     return cupy.asarray(V)
 
 
-def host_result(result):
-    """``result`` with its W and H copied to host NumPy arrays (a new
-    :class:`~nmfsc.solvers.framework.NMFResult`)."""
-    from dataclasses import replace
-
-    from nmfsc.gpu_backend.arrays import to_host
-
-    return replace(result, W=to_host(result.W), H=to_host(result.H))
-
-
 def solve_on_gpu(steps, V, n_components, params, settings):
-    """Run the solver whose in-memory steps class is ``steps`` on the device
+    """Run the backend's steps class ``steps`` (device arrays) on the device
     array V (:func:`nmfsc.gpu_backend.run.run_on_device`)."""
     from nmfsc.gpu_backend.run import run_on_device
 
@@ -100,5 +93,30 @@ def _project_batch_on_device(X, l1, l2, axis, nonneg, method, return_passes):
     return project_batch_device(X, l1, l2, axis, nonneg, method, return_passes)
 
 
-register_backend(Backend(GPU, is_cupy_array, solve_on_gpu, array_name="CuPy (GPU) array"))
-register_array_projection(is_cupy_array, _project_batch_on_device)
+def _frobenius_norm_on_device(V, scale):
+    from nmfsc._array_api import namespace
+    from nmfsc.gpu_backend.arrays import device_frobenius_norm
+
+    return device_frobenius_norm(namespace(V), V, scale)
+
+
+_STEPS = "nmfsc.gpu_backend.steps."
+#: The GPU backend: what it runs and how (:class:`nmfsc.backends.Backend`).
+GPU_BACKEND = Backend(
+    "gpu",
+    is_cupy_array,
+    solve_on_gpu,
+    steps={
+        HoyerSteps: _STEPS + "DeviceHoyerSteps",
+        AcceleratedSteps: _STEPS + "DeviceAcceleratedSteps",
+        EuclideanSteps: _STEPS + "DeviceEuclideanSteps",
+        CoefficientSteps: _STEPS + "DeviceCoefficientSteps",
+    },
+    array_name="CuPy (GPU) array",
+    array_api=True,
+    project_batch=_project_batch_on_device,
+    frobenius_norm=_frobenius_norm_on_device,
+    from_host=to_gpu,
+    to_memory="cupy.asnumpy(X)",
+)
+register_backend(GPU_BACKEND)

@@ -1,39 +1,19 @@
-"""The array namespace of the GPU backend and what it needs around it.
+"""The GPU backend's array code around its runs, over an array namespace ``xp``.
 
-``xp`` is the module of the arrays a run works on: ``cupy`` for CuPy
-arrays, ``numpy`` otherwise. The backend's array code calls only functions
-the two share, so the same lines run on a GPU and, in the tests, on the CPU;
-:func:`stepped` alone has a CuPy form of its own (one fused kernel), whose
-NumPy form is the same operations.
+``xp`` is the module of the arrays a run works on (:func:`nmfsc._array_api.namespace`:
+``cupy`` for CuPy arrays, ``numpy`` otherwise). The backend's array code
+calls only functions the two share, so the same lines run on a GPU and, in
+the tests, on the CPU; :func:`stepped` alone has a CuPy form of its own (one
+fused kernel), whose NumPy form is the same operations.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = [
-    "as_device_float_array",
-    "check_device_data",
-    "device_frobenius_norm",
-    "inner",
-    "namespace",
-    "stepped",
-    "to_host",
-]
+from nmfsc._array_api import as_float_array_in
 
-
-def namespace(x):
-    """``cupy`` for a CuPy array, else ``numpy``."""
-    if type(x).__module__.startswith("cupy"):
-        import cupy
-
-        return cupy
-    return np
-
-
-def to_host(x):
-    """x as a NumPy array (``.get()`` for a CuPy array)."""
-    return x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else np.asarray(x)
+__all__ = ["check_device_data", "device_frobenius_norm", "inner", "stepped"]
 
 
 def stepped(xp, X, D, mu):
@@ -75,32 +55,13 @@ def device_frobenius_norm(xp, X, scale):
     return scale * float(np.sqrt(inner(xp, normalised, normalised)))
 
 
-def as_device_float_array(xp, X, name, ndim, *, check_finite=True):
-    """X checked on its device as :func:`nmfsc._validation.as_float_array`
-    checks a host array, with its messages (real numeric dtype, ``ndim``
-    dimensions, not empty, finite): float32 and float64 stay as they are,
-    other real dtypes become float64 there. ``check_finite=False`` leaves
-    the finiteness to the caller (a message of its own)."""
-    if X.dtype.kind not in "fiub":
-        raise TypeError(f"{name} must be a real numeric array, got dtype {X.dtype}")
-    if X.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D, got an array with ndim={X.ndim}")
-    if X.size == 0:
-        raise ValueError(f"{name} is empty (shape {X.shape}); it needs at least one entry")
-    if X.dtype not in (np.float32, np.float64):
-        X = X.astype(xp.float64)
-    if check_finite and not bool(xp.isfinite(X).all()):
-        raise ValueError(f"{name} contains NaN or infinity")
-    return X
-
-
 def check_device_data(xp, V):
     """V checked as the in-memory solvers check it (2-D, non-empty, real,
     finite, non-negative, not all zeros), on the device, and max(V).
 
     float32 and float64 stay as they are, other real dtypes become float64
     (on the device). Each error is one line naming the problem."""
-    V = as_device_float_array(xp, V, "V", 2, check_finite=False)
+    V = as_float_array_in(xp, V, "V", 2, check_finite=False)
     bad = int(xp.count_nonzero(~xp.isfinite(V)))
     if bad:
         raise ValueError(f"V contains {bad} NaN or infinite values; remove or impute them")

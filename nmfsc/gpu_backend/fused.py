@@ -55,8 +55,8 @@ from collections import OrderedDict
 
 import numpy as np
 
+from nmfsc._array_api import to_host
 from nmfsc.gpu_backend import cuda_kernels as K
-from nmfsc.gpu_backend.arrays import to_host
 from nmfsc.gpu_backend.thresholds import (
     condition_parts,
     max_passes,

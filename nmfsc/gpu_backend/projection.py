@@ -51,7 +51,7 @@ import warnings
 import numpy as np
 from numba.core.errors import NumbaPerformanceWarning
 
-from nmfsc.gpu_backend.arrays import namespace, to_host
+from nmfsc._array_api import namespace, to_host
 from nmfsc.gpu_backend.cuda_target import load_cuda_target
 from nmfsc.gpu_backend.thresholds import (
     KAPPA_MAX,

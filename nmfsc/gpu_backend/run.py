@@ -20,9 +20,10 @@ from functools import partial
 
 import numpy as np
 
-from nmfsc.gpu_backend.arrays import check_device_data, namespace, to_host
+from nmfsc._array_api import namespace, to_host
+from nmfsc.gpu_backend.arrays import check_device_data
 from nmfsc.gpu_backend.projection import release_fused_workspaces
-from nmfsc.gpu_backend.steps import DEVICE_STEPS, DeviceData
+from nmfsc.gpu_backend.steps import DeviceData
 from nmfsc.solvers.checkpoint import save_checkpoint
 from nmfsc.solvers.framework import Run
 
@@ -33,13 +34,15 @@ FINGERPRINT_SEED = 20041457
 
 
 def run_on_device(steps, V, n_components, params, settings, stacklevel=6):
-    """Run the in-memory steps class ``steps`` (a key of :data:`DEVICE_STEPS`)
-    with its keywords ``params`` on the device array V; the result's W and
-    H are device arrays. V may be a NumPy array: the same code then runs on
-    the CPU (the tests do this). ``stacklevel`` points a ConvergenceWarning
-    at the caller of the public solver (Run.run, this function, the backend's
-    entry, ``run_steps``, the solver, its settings decorator)."""
-    make_steps = partial(DEVICE_STEPS[steps], **params)
+    """Run the device steps class ``steps`` (what
+    :data:`~nmfsc.gpu_backend.GPU_BACKEND` declares for an in-memory one,
+    ``GPU_BACKEND.steps_for(HoyerSteps)``) with its keywords ``params`` on
+    the device array V; the result's W and H are device
+    arrays. V may be a NumPy array: the same code then runs on the CPU (the
+    tests do this). ``stacklevel`` points a ConvergenceWarning at the caller
+    of the public solver (Run.run, this function, the backend's entry,
+    ``run_steps``, the solver, its settings decorator)."""
+    make_steps = partial(steps, **params)
     try:
         return DeviceRun(make_steps, V, n_components, params, settings).run(stacklevel=stacklevel)
     finally:

@@ -29,7 +29,6 @@ from nmfsc.solvers.standard import EuclideanSteps
 from nmfsc.sparseness import l1_for_sparseness
 
 __all__ = [
-    "DEVICE_STEPS",
     "DeviceAcceleratedSteps",
     "DeviceCoefficientSteps",
     "DeviceData",
@@ -302,12 +301,3 @@ class DeviceCoefficientSteps(CoefficientSteps, DeviceHoyerSteps):
 
     def __init__(self, data, n_components, sparseness_h, fixed_W=True):
         super().__init__(data, n_components, sparseness_h)
-
-
-#: The device steps class of each in-memory steps class the backend runs.
-DEVICE_STEPS = {
-    HoyerSteps: DeviceHoyerSteps,
-    AcceleratedSteps: DeviceAcceleratedSteps,
-    EuclideanSteps: DeviceEuclideanSteps,
-    CoefficientSteps: DeviceCoefficientSteps,
-}

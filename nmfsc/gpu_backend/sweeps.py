@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from nmfsc._array_api import to_host
 from nmfsc._kernels.rowblocks import BLOCK, RULE_NONNEG, RULE_SCALED, RULE_UNIT
-from nmfsc.gpu_backend.arrays import to_host
 from nmfsc.gpu_backend.projection import project_rows
 from nmfsc.solvers.accelerated import sweep
 

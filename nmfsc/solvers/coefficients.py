@@ -4,8 +4,8 @@
 step of :class:`~nmfsc.solvers.hoyer.HoyerSteps` (the projected gradient step
 when sparseness_h is set, else the multiplicative update) in the shared loop,
 with W held fixed. V that a backend running those steps accepts (a CuPy
-array: :mod:`nmfsc.gpu_backend`, :data:`BACKENDS`) is handed to it, as
-:func:`nmfsc.nmf_sc` hands it V.
+array: :data:`nmfsc.gpu_backend.GPU_BACKEND` declares
+:class:`CoefficientSteps`) is handed to it, as :func:`nmfsc.nmf_sc` hands it V.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from nmfsc._validation import check_optional_sparseness
+from nmfsc.backends import backend_for
 from nmfsc.solvers import dispatch
 from nmfsc.solvers._loop import solve
 from nmfsc.solvers._masked_data import MaskedRun
@@ -25,17 +26,11 @@ from nmfsc.solvers._settings import LoopOptions, LoopSettings
 from nmfsc.solvers._start import refuse_dead_components
 from nmfsc.solvers.hoyer import HoyerSteps, check_average_sparseness
 from nmfsc.solvers.masked import MaskedCoefficientSteps
-from nmfsc.solvers.registry import GPU
 
 if TYPE_CHECKING:  # typing.Unpack is Python >= 3.11; only the type checker needs it
     from typing_extensions import Unpack
 
-__all__ = ["BACKENDS", "CoefficientSteps", "fit_coefficients"]
-
-#: The backends that run :class:`CoefficientSteps` on their own arrays, as
-#: :class:`~nmfsc.solvers.dispatch.SolverSpec.backends` says it of a solver
-#: (the GPU backend's are ``nmfsc.gpu_backend.steps.DeviceCoefficientSteps``).
-BACKENDS = (dispatch.IN_MEMORY, GPU)
+__all__ = ["CoefficientSteps", "fit_coefficients"]
 
 
 class CoefficientSteps(HoyerSteps):
@@ -104,7 +99,7 @@ def fit_coefficients(
     W_init: the start of W is ``W``. ``mask``: where V was observed, as in
     :func:`nmfsc.nmf_sc` (:class:`nmfsc.solvers.masked.MaskedCoefficientSteps`).
 
-    V as a CuPy array runs on its GPU (:data:`BACKENDS`): H comes back as a
+    V as a CuPy array runs on its GPU (the GPU backend declares these steps): H comes back as a
     CuPy array and V never leaves the device. W may be a CuPy or a NumPy
     array (copied to the host and back for the start, as nmf_sc's
     ``W_init``). ``mask`` does not run there.
@@ -113,8 +108,8 @@ def fit_coefficients(
     if settings.W_init is not None:
         raise TypeError("fit_coefficients() takes the basis as W; W_init is not an option")
     s_h = check_optional_sparseness(sparseness_h, "sparseness_h")
-    backend = dispatch.backend_for(V)
-    if backend is not None and backend.name not in BACKENDS:
+    backend = backend_for(V)
+    if backend is not None and not backend.runs(CoefficientSteps):
         backend = None  # V is read into memory, as any array-like
     if backend is not None and mask is not None:
         raise ValueError(
@@ -146,7 +141,7 @@ def fit_coefficients(
         params["average_sparseness"] = True
     if backend is not None:
         result = dispatch.run_steps(
-            CoefficientSteps, V, W_arr.shape[1], params=params, settings=settings, backends=BACKENDS
+            CoefficientSteps, V, W_arr.shape[1], params=params, settings=settings
         )
     elif mask is None:
         result = solve(make_steps, V, W_arr.shape[1], solver_params=params, settings=settings)

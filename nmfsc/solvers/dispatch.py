@@ -5,33 +5,17 @@ imports no solver and no backend; both are handed to it:
 
 - the table of solvers, :data:`nmfsc.solvers.registry.SOLVERS`, which that
   module installs here (:func:`install`) when ``nmfsc.solvers`` is imported.
-  A public solver function asks it for its ``solver=`` variant
-  (:func:`variant`) and runs its steps with :func:`run_steps`;
-- the backends, each registered by its own package (:func:`register_backend`).
-  A backend runs a solver on data kept elsewhere than in one NumPy or SciPy
-  array (the Dask backend, ``nmfsc.dask_backend``: V chunked on a Dask
-  scheduler).
+  A public solver function runs its row (:func:`run_solver`: its
+  ``solver=`` variant for nmf_sc, :func:`variant`);
+- the backends (:mod:`nmfsc.backends`), each registered by its own package
+  with what it runs. A row runs on a backend when the backend declares the
+  row's steps class (:attr:`SolverSpec.backends`, derived, never listed
+  by hand).
 
-A backend
----------
-A :class:`Backend` is a name, a test ``accepts(V)`` (is V this backend's
-kind of data? It must not import the backend's dependencies) and a function
-``run(steps, V, n_components, params, settings)``, which runs the in-memory
-steps class ``steps`` (a ``Steps`` subclass,
-such as ``HoyerSteps``) on V in its own way and
-returns an :class:`~nmfsc.NMFResult`. ``params`` are the
-solver's own keywords, already validated (the steps class's constructor
-takes them by name); ``settings`` is the call's
-``LoopSettings``. A backend usually subclasses
-``Run`` (the loop; its hooks say what it
-overrides) and the steps class (for nmf_sc, ``HoyerSteps``'s
-four half-steps). A solver runs on a backend when its table entry names the
-backend (``SolverSpec.backends``).
-
-Data that a registered backend accepts, given to a solver whose entry does not
-name that backend, is read as any array-like (NumPy gathers it into memory),
-except by a ``solver=`` variant of nmf_sc, which refuses it and names the
-variant that runs there.
+Data that a registered backend accepts, given to a solver whose steps that
+backend does not run, is read as any array-like (NumPy gathers it into
+memory), except by a ``solver=`` variant of nmf_sc, which refuses it and
+names the variant that runs there.
 """
 
 from __future__ import annotations
@@ -41,17 +25,16 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from nmfsc.backends import Backend, backend_for, backends
 from nmfsc.solvers._loop import Run
 from nmfsc.solvers._masked_data import MaskedRun
 
 __all__ = [
     "IN_MEMORY",
-    "Backend",
     "SolverSpec",
-    "backend_for",
     "install",
     "method_name",
-    "register_backend",
+    "run_solver",
     "run_steps",
     "solver_specs",
     "variant",
@@ -79,8 +62,6 @@ class SolverSpec:
     variant : str or None
         The value of ``solver=`` that selects it, for the variants of nmf_sc;
         None for a function without variants.
-    backends : tuple of str
-        The backends it runs on (:data:`IN_MEMORY` first).
     masked_steps : type or None
         The steps class that fits only the observed entries of V, for a call
         with ``mask=`` (``nmfsc.solvers.masked``); None where the solver
@@ -120,13 +101,23 @@ class SolverSpec:
     steps: type
     keywords: tuple[str, ...] = ()
     variant: str | None = None
-    backends: tuple[str, ...] = (IN_MEMORY,)
     masked_steps: type | None = None
     squared_error: bool = False
     compared: bool = True
     description: str = ""
     fixed_keywords: tuple[tuple[str, Any], ...] = ()
     name_suffix: str = ""
+
+    @property
+    def backends(self) -> tuple[str, ...]:
+        """The backends it runs on: :data:`IN_MEMORY`, then each registered
+        backend that declares :attr:`steps` (:class:`nmfsc.backends.Backend`),
+        in the order they registered. A row with :attr:`fixed_keywords`
+        (another constraint) runs in memory only: a backend declares the
+        steps it runs with their defaults."""
+        if self.fixed_keywords:
+            return (IN_MEMORY,)
+        return (IN_MEMORY, *(b.name for b in backends() if b.runs(self.steps)))
 
     def run(self, V, n_components, **keywords):
         """Call the public function, with ``solver=`` set for a variant and the
@@ -136,40 +127,7 @@ class SolverSpec:
         return self.function(V, n_components, **keywords, **dict(self.fixed_keywords))
 
 
-@dataclass(frozen=True)
-class Backend:
-    """A backend: its name, which data it takes and how it runs a solver (module docstring).
-
-    Examples
-    --------
-    A backend for a kind of data of one's own (here not registered, and its
-    ``run`` a placeholder for ``run(steps, V, n_components, params, settings)``,
-    which returns an :class:`~nmfsc.NMFResult`):
-
-    >>> import numpy as np
-    >>> from nmfsc.solvers.dispatch import Backend
-    >>> class Blocks(list):  # V kept as a list of column blocks
-    ...     pass
-    >>> blocks = Backend("blocks", lambda V: isinstance(V, Blocks), run=lambda *args: None,
-    ...                  array_name="list of blocks")
-    >>> blocks.accepts(Blocks()), blocks.accepts(np.ones((2, 2)))
-    (True, False)
-    >>> blocks.arrays()  # how messages name its data
-    'a list of blocks'
-    """
-
-    name: str
-    accepts: Callable[[Any], bool]
-    run: Callable[..., Any]
-    array_name: str = ""  # how its arrays are called in messages ("Dask array")
-
-    def arrays(self) -> str:
-        """``"a <kind> array"`` for messages: :attr:`array_name`, or the capitalised name."""
-        return f"a {self.array_name or self.name.capitalize() + ' array'}"
-
-
 _SPECS: list[SolverSpec] = []
-_BACKENDS: dict[str, Backend] = {}
 
 
 def install(specs) -> None:
@@ -199,38 +157,6 @@ def solver_specs() -> tuple[SolverSpec, ...]:
     return tuple(_SPECS)
 
 
-def register_backend(backend: Backend) -> None:
-    """Register ``backend`` (replacing one of the same name); its package calls this
-    when it is imported.
-
-    Examples
-    --------
-    What importing ``nmfsc.dask_backend`` does (here registering the Dask
-    backend again, which replaces it by itself; Dask is not imported):
-
-    >>> from nmfsc.dask_backend import is_dask_array, solve_on_dask
-    >>> from nmfsc.solvers.dispatch import Backend, register_backend
-    >>> register_backend(Backend("dask", is_dask_array, solve_on_dask))
-    """
-    _BACKENDS[backend.name] = backend
-
-
-def backend_for(V) -> Backend | None:
-    """The registered backend that accepts V, or None for in-memory data.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import scipy.sparse as sp
-    >>> from nmfsc.solvers.dispatch import backend_for
-    >>> backend_for(np.ones((4, 3))) is None, backend_for(sp.eye(4, format="csr")) is None
-    (True, True)
-
-    A Dask array (with Dask installed) gives the backend named ``"dask"``.
-    """
-    return next((b for b in _BACKENDS.values() if b.accepts(V)), None)
-
-
 def variant(name: str, solver: str) -> SolverSpec:
     """The entry of ``name``'s variant ``solver``; a ValueError names the variants.
 
@@ -254,13 +180,12 @@ def variant(name: str, solver: str) -> SolverSpec:
     raise ValueError(f"solver must be one of {allowed}; got {solver!r}")
 
 
-def run_steps(steps: type, V, n_components, *, params: dict, settings, mask=None, backends=()):
-    """Run the steps class ``steps`` with its keywords ``params`` on V: on the
-    backend that accepts V when the solver's entry names it, else in memory
-    (``Run``). With a ``mask``, the entry's
-    ``SolverSpec.masked_steps`` run in memory on the observed entries.
-    ``backends`` name the backends of steps that have no entry in the table
-    (:func:`nmfsc.solvers.coefficients.fit_coefficients`'s H step alone).
+def run_solver(name: str, V, n_components, *, params: dict, settings, mask=None, solver=None):
+    """Run the table's row of the public solver ``name`` (its variant
+    ``solver`` for nmf_sc, :func:`variant`) with its keywords ``params`` on V:
+    on the backend that accepts V when that backend runs the row's steps,
+    else in memory (``Run``). With a ``mask``, the row's
+    :attr:`SolverSpec.masked_steps` run in memory on the observed entries.
 
     Examples
     --------
@@ -268,30 +193,53 @@ def run_steps(steps: type, V, n_components, *, params: dict, settings, mask=None
 
     >>> import numpy as np
     >>> from nmfsc import nmf_euclidean
-    >>> from nmfsc.solvers.dispatch import run_steps
+    >>> from nmfsc.solvers.dispatch import run_solver
     >>> from nmfsc.solvers.framework import LoopSettings
-    >>> from nmfsc.solvers.registry import solver
     >>> V = np.random.default_rng(0).random((20, 30))
     >>> settings = LoopSettings(random_state=0, tol=1e-3)
-    >>> res = run_steps(solver("nmf_euclidean").steps, V, 3, params={}, settings=settings)
+    >>> res = run_solver("nmf_euclidean", V, 3, params={}, settings=settings)
     >>> res.solver, bool(np.array_equal(res.W, nmf_euclidean(V, 3, random_state=0, tol=1e-3).W))
     ('nmf_euclidean', True)
     """
+    spec = variant(name, solver) if solver is not None else _entry(name)
     backend = backend_for(V)
-    spec = next((s for s in _SPECS if s.steps is steps and not s.fixed_keywords), None)
     if mask is not None:
-        masked = _masked_steps(spec, steps, backend)
-        make_masked = partial(masked, **params)
+        make_masked = partial(_masked_steps(spec, backend), **params)
         return MaskedRun(mask, make_masked, V, n_components, params, settings).run(stacklevel=4)
     if backend is not None:
-        if backend.name in (backends if spec is None else spec.backends):
-            return backend.run(steps, V, n_components, params, settings)
-        if spec is not None and spec.variant is not None:
+        if backend.runs(spec.steps):
+            return backend.run(backend.steps_for(spec.steps), V, n_components, params, settings)
+        if spec.variant is not None:
             raise ValueError(
                 f"solver={spec.variant!r} does not run on {backend.arrays()} "
                 f"yet; use solver={_default_variant(spec)!r} (the paper's algorithm) or compute "
                 "V into memory"
             )
+    make_steps = partial(spec.steps, **params)
+    return Run(make_steps, V, n_components, params, settings).run(stacklevel=4)
+
+
+def run_steps(steps: type, V, n_components, *, params: dict, settings):
+    """Run the steps class ``steps``, which has no row in the table
+    (:func:`nmfsc.solvers.coefficients.fit_coefficients`'s H step alone), with
+    its keywords ``params`` on V: on the backend that accepts V when it
+    declares ``steps``, else in memory (``Run``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nmfsc.solvers.coefficients import CoefficientSteps
+    >>> from nmfsc.solvers.dispatch import run_steps
+    >>> from nmfsc.solvers.framework import LoopSettings
+    >>> rng = np.random.default_rng(0)
+    >>> V, W = rng.random((20, 30)), rng.random((20, 3))
+    >>> settings = LoopSettings(W_init=W, tol=1e-3)  # W fixed; H from the random start
+    >>> run_steps(CoefficientSteps, V, 3, params={"sparseness_h": None}, settings=settings).H.shape
+    (3, 30)
+    """
+    backend = backend_for(V)
+    if backend is not None and backend.runs(steps):
+        return backend.run(backend.steps_for(steps), V, n_components, params, settings)
     make_steps = partial(steps, **params)
     return Run(make_steps, V, n_components, params, settings).run(stacklevel=4)
 
@@ -320,19 +268,27 @@ def _default_variant(spec: SolverSpec) -> str | None:
     return next(s.variant for s in _SPECS if s.name == spec.name and s.variant)
 
 
-def _masked_steps(spec: SolverSpec | None, steps: type, backend: Backend | None) -> type:
-    """The steps class that runs ``steps``'s solver with a mask, or a ValueError."""
+def _entry(name: str) -> SolverSpec:
+    """The row of the public solver ``name`` without variants (an error in
+    the table, not the caller's, when there is none)."""
+    for spec in _SPECS:
+        if spec.name == name and spec.variant is None and not spec.fixed_keywords:
+            return spec
+    raise LookupError(f"the solvers' table has no row {name!r} (nmfsc.solvers.registry)")
+
+
+def _masked_steps(spec: SolverSpec, backend: Backend | None) -> type:
+    """The steps class that runs ``spec``'s solver with a mask, or a ValueError."""
     if backend is not None:
         raise ValueError(
             f"mask= does not run on {backend.arrays()}: masks are not "
             "supported there; compute V (and the mask) into memory, or leave mask=None"
         )
-    if spec is not None and spec.masked_steps is not None:
+    if spec.masked_steps is not None:
         return spec.masked_steps
-    if spec is not None and spec.variant is not None:
+    if spec.variant is not None:
         raise ValueError(
             f"solver={spec.variant!r} does not take a mask yet; use "
             f"solver={_default_variant(spec)!r} (the paper's algorithm) with mask=..."
         )
-    name = spec.name if spec is not None else steps.__name__
-    raise ValueError(f"{name} does not take a mask")
+    raise ValueError(f"{spec.name} does not take a mask")

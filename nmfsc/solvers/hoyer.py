@@ -55,6 +55,7 @@ from nmfsc._blocked import gram_rows, in_groups, matmul_columns
 from nmfsc._kernels import bracket as _bracket
 from nmfsc._kernels import projection as _proj
 from nmfsc._validation import check_optional_sparseness
+from nmfsc.backends import backend_for
 from nmfsc.projection import project_average
 from nmfsc.solvers._data import inner
 from nmfsc.solvers._docs import EUCLIDEAN_UNITS, document
@@ -70,7 +71,7 @@ from nmfsc.solvers._objective import (
 from nmfsc.solvers._result import NMFResult
 from nmfsc.solvers._settings import LoopOptions, LoopSettings, takes_loop_settings
 from nmfsc.solvers._start import refuse_dead_components
-from nmfsc.solvers.dispatch import backend_for, run_steps, variant
+from nmfsc.solvers.dispatch import run_solver
 from nmfsc.sparseness import l1_for_sparseness
 
 if TYPE_CHECKING:  # typing.Unpack is Python >= 3.11; only the type checker needs it
@@ -587,11 +588,13 @@ def nmf_sc(
     settings = LoopSettings.from_keywords("nmf_sc", loop)
     s_w = check_optional_sparseness(sparseness_w, "sparseness_w")
     s_h = check_optional_sparseness(sparseness_h, "sparseness_h")
-    steps = variant("nmf_sc", solver).steps  # the table: nmfsc.solvers.registry
     params = {"sparseness_w": s_w, "sparseness_h": s_h}
     if check_average_sparseness(average_sparseness, s_w, s_h, V, mask):
         params["average_sparseness"] = True
-    return run_steps(steps, V, n_components, params=params, settings=settings, mask=mask)
+    # the row of the table (nmfsc.solvers.registry) of this solver= variant
+    return run_solver(
+        "nmf_sc", V, n_components, params=params, settings=settings, mask=mask, solver=solver
+    )
 
 
 def check_average_sparseness(average_sparseness, sparseness_w, sparseness_h, V, mask=None):

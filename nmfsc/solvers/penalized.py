@@ -20,7 +20,7 @@ from nmfsc.solvers._data import inner, total
 from nmfsc.solvers._docs import DIVERGENCE_UNITS, document
 from nmfsc.solvers._result import NMFResult
 from nmfsc.solvers._settings import LoopOptions, LoopSettings, takes_loop_settings
-from nmfsc.solvers.dispatch import run_steps
+from nmfsc.solvers.dispatch import run_solver
 from nmfsc.solvers.standard import QuotientSteps
 
 if TYPE_CHECKING:  # typing.Unpack is Python >= 3.11; only the type checker needs it
@@ -155,7 +155,7 @@ def local_nmf(
     beta = check_nonneg_real(beta, "beta")
 
     params = {"alpha": alpha, "beta": beta}
-    return run_steps(LocalSteps, V, n_components, params=params, settings=settings)
+    return run_solver("local_nmf", V, n_components, params=params, settings=settings)
 
 
 @document(DIVERGENCE_UNITS)
@@ -210,4 +210,4 @@ def sparse_nmf(
     settings = LoopSettings.from_keywords("sparse_nmf", loop)
     alpha = check_nonneg_real(alpha, "alpha")
 
-    return run_steps(LiuSparseSteps, V, n_components, params={"alpha": alpha}, settings=settings)
+    return run_solver("sparse_nmf", V, n_components, params={"alpha": alpha}, settings=settings)

@@ -1,25 +1,31 @@
 """The solvers' table: every public solver, and every ``solver=`` variant of nmf_sc.
 
 One row (a :class:`~nmfsc.solvers.dispatch.SolverSpec`) per way of running
-a solver: the public function, its steps class, its own keywords, the
-backends it runs on, its steps with a mask (missing values), whether its
-objective is the squared error, and whether
-:func:`nmfsc.compare` offers it. Everything that lists solvers reads this
-table: the solver functions' ``solver=`` dispatch, :func:`nmfsc.compare`,
-the ``nmfsc`` command line, :class:`nmfsc.SparseNMF` and ``reproduce``
-(which also hashes the modules of the solvers it runs into the figures'
-code version).
+a solver: the public function, its steps class, its own keywords, its steps
+with a mask (missing values), whether its objective is the squared error,
+and whether :func:`nmfsc.compare` offers it. The backends a row runs on are
+not listed here: each backend declares the steps it runs
+(:class:`nmfsc.backends.Backend`), and the row's
+:attr:`~nmfsc.solvers.dispatch.SolverSpec.backends` follow. What lists
+or selects solvers reads this table: the solver functions' ``solver=``
+dispatch, :func:`nmfsc.compare`, the ``nmfsc`` command line,
+:class:`nmfsc.SparseNMF` and ``reproduce`` (which also hashes the modules
+of the solvers it runs into the figures' code version).
 
 Adding a ``solver=`` variant of nmf_sc takes its module (a
 ``HoyerSteps`` subclass) and one row here, with
-``function=nmf_sc`` and its ``variant``; adding a solver function, its
-module, one row here and its export from ``nmfsc.solvers`` and ``nmfsc``.
+``function=nmf_sc`` and its ``variant`` (and, to run with a mask or on a
+GPU, its masked steps in ``masked_steps`` and its device steps in the GPU
+backend's declaration, :data:`nmfsc.gpu_backend.GPU_BACKEND`); adding a
+solver function, its module, one row here, its call of
+:func:`~nmfsc.solvers.dispatch.run_solver` and its export from
+``nmfsc.solvers`` and ``nmfsc``.
 """
 
 from __future__ import annotations
 
 from nmfsc.solvers.accelerated import AcceleratedSteps
-from nmfsc.solvers.dispatch import IN_MEMORY, SolverSpec, install, method_name, solver_specs
+from nmfsc.solvers.dispatch import SolverSpec, install, method_name, solver_specs
 from nmfsc.solvers.hoyer import HoyerSteps, nmf_sc
 from nmfsc.solvers.masked import MaskedEuclideanSteps, MaskedHoyerSteps
 from nmfsc.solvers.masked_accelerated import MaskedAcceleratedSteps
@@ -27,8 +33,6 @@ from nmfsc.solvers.penalized import LiuSparseSteps, LocalSteps, local_nmf, spars
 from nmfsc.solvers.standard import DivergenceSteps, EuclideanSteps, nmf_divergence, nmf_euclidean
 
 __all__ = [
-    "DASK",
-    "GPU",
     "SOLVERS",
     "compared_solvers",
     "masked_solvers",
@@ -36,10 +40,6 @@ __all__ = [
     "variants",
 ]
 
-#: The Dask backend's name (``nmfsc.dask_backend``, which registers itself).
-DASK = "dask"
-#: The GPU backend's name (:mod:`nmfsc.gpu_backend`: V a CuPy array).
-GPU = "gpu"
 SPARSENESS = ("sparseness_w", "sparseness_h")
 
 #: The table, in the order :func:`nmfsc.compare` runs and reports the methods:
@@ -53,7 +53,6 @@ SOLVERS: tuple[SolverSpec, ...] = (
         HoyerSteps,
         SPARSENESS,
         variant="hoyer",
-        backends=(IN_MEMORY, DASK, GPU),
         masked_steps=MaskedHoyerSteps,
         squared_error=True,
         description="the paper's projected gradient algorithm",
@@ -64,7 +63,6 @@ SOLVERS: tuple[SolverSpec, ...] = (
         AcceleratedSteps,
         SPARSENESS,
         variant="accelerated",
-        backends=(IN_MEMORY, GPU),
         masked_steps=MaskedAcceleratedSteps,
         squared_error=True,
         description="the same problem and start, solved by block coordinate descent",
@@ -85,7 +83,6 @@ SOLVERS: tuple[SolverSpec, ...] = (
         "nmf_euclidean",
         nmf_euclidean,
         EuclideanSteps,
-        backends=(IN_MEMORY, DASK, GPU),
         masked_steps=MaskedEuclideanSteps,
         squared_error=True,
         description="Lee & Seung's multiplicative updates, Euclidean",

@@ -29,7 +29,7 @@ from nmfsc.solvers._objective import (
 from nmfsc.solvers._result import NMFResult
 from nmfsc.solvers._settings import LoopOptions, LoopSettings, takes_loop_settings
 from nmfsc.solvers._start import refuse_dead_components
-from nmfsc.solvers.dispatch import run_steps
+from nmfsc.solvers.dispatch import run_solver
 
 if TYPE_CHECKING:  # typing.Unpack is Python >= 3.11; only the type checker needs it
     from typing_extensions import Unpack
@@ -195,7 +195,7 @@ def nmf_euclidean(
     True
     """
     settings = LoopSettings.from_keywords("nmf_euclidean", loop)
-    return run_steps(EuclideanSteps, V, n_components, params={}, settings=settings, mask=mask)
+    return run_solver("nmf_euclidean", V, n_components, params={}, settings=settings, mask=mask)
 
 
 @document(DIVERGENCE_UNITS)
@@ -246,4 +246,4 @@ def nmf_divergence(V: ArrayLike, n_components: int, **loop: Unpack[LoopOptions])
     True
     """
     settings = LoopSettings.from_keywords("nmf_divergence", loop)
-    return run_steps(DivergenceSteps, V, n_components, params={}, settings=settings)
+    return run_solver("nmf_divergence", V, n_components, params={}, settings=settings)
