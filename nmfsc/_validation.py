@@ -1,11 +1,11 @@
 """Input checks shared by the public API. Every error names the argument.
 
-General arrays and numbers (:func:`as_float_array`, :func:`check_sparseness`,
-:func:`check_positive_int`, :func:`check_nonneg_real`,
-:func:`check_optional_sparseness`), the solvers' data and starting factors
+Arrays (:func:`as_float_array`), the solvers' data and starting factors
 (:func:`check_data`, :func:`check_factor`) and image shapes
 (:func:`check_image_shape`), seeds (:func:`check_random_state`) and masked
-arrays (:func:`reject_masked`, which :func:`as_float_array` applies).
+arrays (:func:`reject_masked`, which :func:`as_float_array` applies). The
+public parameters' numbers are checked against their one declaration,
+:data:`nmfsc._parameters.PARAMETERS`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from nmfsc._parameters import Integer
 
 
 def as_float_array(
@@ -55,51 +57,6 @@ def reject_masked(x, name):
             f"{name} is a numpy masked array; nmfsc does not use masks: pass "
             f"{name}.filled(...) or np.asarray({name})"
         )
-
-
-def check_sparseness(value, name):
-    """A target sparseness must be a real number in [0, 1]."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number in [0, 1], got {value!r}")
-    value = float(value)
-    if not (0.0 <= value <= 1.0):
-        raise ValueError(f"{name} must lie in [0, 1], got {value!r}")
-    return value
-
-
-def check_non_negative_int(value, name):
-    """An integer >= 0 (not a bool), as an int; ValueError naming ``name`` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    return int(value)
-
-
-def check_positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a positive integer, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value!r}")
-    return int(value)
-
-
-def check_nonneg_real(value, name, *, positive=False, allow_none=False):
-    """A finite real number >= 0 (> 0 with ``positive``), or None if allowed."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
-    if not np.isfinite(value) or value < 0 or (positive and value == 0):
-        what = "> 0" if positive else ">= 0"
-        raise ValueError(f"{name} must be finite and {what}, got {value!r}")
-    return value
-
-
-def check_optional_sparseness(value, name):
-    """None (unconstrained) or a real number in [0, 1]."""
-    if value is None:
-        return None
-    return check_sparseness(value, name)
 
 
 def _first_position(k, shape):
@@ -242,8 +199,8 @@ def check_image_shape(image_shape, name):
     for side in image_shape:
         if isinstance(side, bool) or not isinstance(side, numbers.Integral):
             raise TypeError(f"{name} must hold two positive integers, got {image_shape!r}")
-    height = check_positive_int(image_shape[0], f"{name}[0] (height)")
-    width = check_positive_int(image_shape[1], f"{name}[1] (width)")
+    height = Integer(1).check(image_shape[0], f"{name}[0] (height)")
+    width = Integer(1).check(image_shape[1], f"{name}[1] (width)")
     return height, width
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from nmfsc import _commands
 from nmfsc._commands import CommandError, version
+from nmfsc._parameters import parse
 from nmfsc.readers import FORMATS, IMAGE_SUFFIXES, DataFileError
 from nmfsc.solvers.registry import variants
 
@@ -185,7 +186,7 @@ def _add_compare(commands):
     parser.add_argument(
         "--n-components",
         "-k",
-        type=_positive_int,
+        type=_option("n_components"),
         metavar="K",
         help=f"number of components (default: {_commands.DEFAULT_COMPONENTS}, "
         "or min(N, T) if that is smaller)",
@@ -202,14 +203,14 @@ def _add_compare(commands):
     parser.add_argument(
         "--seeds",
         nargs="+",
-        type=_natural,
+        type=_option("seed"),
         metavar="SEED",
         help=f"random starts, one run per seed (default: {_default(compare, 'seeds')})",
     )
     _add_stopping(parser, compare)
     parser.add_argument(
         "--holdout",
-        type=_open_fraction,
+        type=_option("holdout"),
         metavar="F",
         help="hide a fraction F of the observed entries (the same for every method, drawn "
         "with --holdout-seed), fit every method to the rest and report its error on them: "
@@ -228,7 +229,7 @@ def _add_compare(commands):
     )
     parser.add_argument(
         "--holdout-seed",
-        type=_natural,
+        type=_option("holdout_seed"),
         metavar="SEED",
         help=f"seed of the hidden entries' draw (default: {_default(compare, 'holdout_seed')})",
     )
@@ -240,7 +241,7 @@ def _add_compare(commands):
     parser.add_argument(
         "--image-shape",
         nargs=2,
-        type=_positive_int,
+        type=_option("image_shape"),
         metavar=("H", "W"),
         help="height and width of an image sample, to draw the basis vectors as images "
         "(default: the images' size for an image folder, else none)",
@@ -275,7 +276,7 @@ def _add_fit(commands):
     parser.add_argument(
         "--n-components",
         "-k",
-        type=_positive_int,
+        type=_option("n_components"),
         required=True,
         metavar="K",
         help="number of components (columns of W, rows of H)",
@@ -293,7 +294,7 @@ def _add_fit(commands):
     )
     parser.add_argument(
         "--seed",
-        type=_natural,
+        type=_option("seed"),
         default=0,
         help="seed of the random start (default: 0)",
     )
@@ -314,7 +315,7 @@ def _add_fit(commands):
     _add_stopping(parser, nmf_sc)
     parser.add_argument(
         "--stationarity-tol",
-        type=_nonnegative_float,
+        type=_option("stationarity_tol"),
         metavar="S",
         help="converged only where the fit is stationary to S (its projected gradient "
         "relative to the gradient's terms, 0 at a stationary point; checked every 10 "
@@ -357,7 +358,7 @@ def _add_sparseness(parser, default):
     for factor, what in (("w", "every column of W"), ("h", "every row of H")):
         parser.add_argument(
             f"--sparseness-{factor}",
-            type=_fraction,
+            type=_option(f"sparseness_{factor}"),
             metavar="S",
             help=f"target sparseness in [0, 1] of {what} for nmf_sc (default: {default})",
         )
@@ -366,20 +367,20 @@ def _add_sparseness(parser, default):
 def _add_stopping(parser, solver):
     parser.add_argument(
         "--max-iter",
-        type=_positive_int,
+        type=_option("max_iter"),
         metavar="N",
         help=f"iteration limit of each run (default: {_default(solver, 'max_iter')})",
     )
     parser.add_argument(
         "--tol",
-        type=_nonnegative_float,
+        type=_option("tol"),
         metavar="T",
         help="stop when the objective's relative decrease over 10 iterations is below T "
         f"(default: {_default(solver, 'tol')})",
     )
     parser.add_argument(
         "--max-time",
-        type=_positive_float,
+        type=_option("max_time"),
         metavar="SECONDS",
         help=f"time limit of each run (default: {_default(solver, 'max_time')})",
     )
@@ -414,38 +415,19 @@ def _default(function, name):
     return str(value)
 
 
-def _positive_int(text):
-    return _number(text, int, lambda v: v >= 1, "an integer >= 1")
+def _option(name):
+    """The argparse ``type`` of an option that sets the public parameter
+    ``name``: its text read and checked against the parameter's one
+    declaration (:data:`nmfsc._parameters.PARAMETERS`)."""
 
+    def read(text):
+        try:
+            return parse(name, text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
 
-def _natural(text):
-    return _number(text, int, lambda v: v >= 0, "an integer >= 0")
-
-
-def _fraction(text):
-    return _number(text, float, lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]")
-
-
-def _open_fraction(text):
-    return _number(text, float, lambda v: 0.0 < v < 1.0, "a number strictly between 0 and 1")
-
-
-def _nonnegative_float(text):
-    return _number(text, float, lambda v: 0.0 <= v < float("inf"), "a finite number >= 0")
-
-
-def _positive_float(text):
-    return _number(text, float, lambda v: 0.0 < v < float("inf"), "a finite number > 0")
-
-
-def _number(text, kind, ok, what):
-    try:
-        value = kind(text)
-    except ValueError:
-        value = None
-    if value is None or not ok(value):
-        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
-    return value
+    read.__name__ = name
+    return read
 
 
 def _wrap(text):

@@ -29,7 +29,8 @@ from nmfsc._estimator_base import (
     on_device,
 )
 from nmfsc._missing_values import check_missing_values, observed_entries
-from nmfsc._validation import as_float_array, check_optional_sparseness, check_positive_int
+from nmfsc._parameters import check
+from nmfsc._validation import as_float_array
 from nmfsc.backends import backend_for
 from nmfsc.solvers.coefficients import fit_coefficients
 from nmfsc.solvers.framework import NMFResult, frobenius_norm
@@ -255,7 +256,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """n_components, or all features (scikit-learn's NMF default) when None."""
         if self.n_components is None:
             return int(X.shape[1])
-        return check_positive_int(self.n_components, "n_components")
+        return check("n_components", self.n_components)
 
     def _check_solver(self) -> str:
         if not isinstance(self.solver, str) or self.solver not in variants(nmf_sc):
@@ -362,8 +363,8 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             ``W_init.T``).
         """
         data, mask = self._checked(X, reset=True)
-        s_w = check_optional_sparseness(self.sparseness_components, "sparseness_components")
-        s_h = check_optional_sparseness(self.sparseness_coefficients, "sparseness_coefficients")
+        s_w = check("sparseness_components", self.sparseness_components)
+        s_h = check("sparseness_coefficients", self.sparseness_coefficients)
         self._check_component_features(data, s_w)
         self._check_coefficient_samples(data, s_h)
         if self.average_sparseness is True and s_w is None and s_h is None:
@@ -414,7 +415,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     ) -> tuple[NDArray[np.floating], NMFResult | None]:
         """transform's coefficients of checked X (observed where ``mask``), and
         the solver's result (None for all-zero X, whose coefficients are zero)."""
-        s_h = check_optional_sparseness(self.sparseness_coefficients, "sparseness_coefficients")
+        s_h = check("sparseness_coefficients", self.sparseness_coefficients)
         self._check_coefficient_samples(X, s_h)
         xp = namespace(X)  # numpy, or cupy for X on a GPU
         values = X.data if hasattr(X, "nnz") else X

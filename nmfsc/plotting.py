@@ -17,11 +17,10 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from nmfsc._parameters import check
 from nmfsc._validation import (
     as_float_array,
     check_image_shape,
-    check_non_negative_int,
-    check_positive_int,
 )
 from nmfsc.atomic import write_atomic
 from nmfsc.sparseness import sparseness
@@ -72,10 +71,10 @@ def grid_shape(n_tiles, n_cols=None):
     >>> grid_shape(49), grid_shape(10), grid_shape(72, n_cols=9)
     ((7, 7), (3, 4), (8, 9))
     """
-    n_tiles = check_positive_int(n_tiles, "n_tiles")
+    n_tiles = check("n_tiles", n_tiles)
     if n_cols is None:
         n_cols = int(np.ceil(np.sqrt(n_tiles)))
-    n_cols = check_positive_int(n_cols, "n_cols")
+    n_cols = check("n_cols", n_cols)
     return -(-n_tiles // n_cols), n_cols
 
 
@@ -156,7 +155,7 @@ def tile_images(W, image_shape, n_cols=None, normalize="l2", border=1, signed=Fa
             "W has negative entries; pass signed=True to tile signed images "
             "(e.g. ON minus OFF filters)"
         )
-    border = check_non_negative_int(border, "border")
+    border = check("border", border)
     n_rows, n_cols = grid_shape(W.shape[1], n_cols)
     W = _normalize_columns(W, normalize)
     mosaic = np.full(

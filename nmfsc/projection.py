@@ -79,8 +79,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from nmfsc._kernels import grouped as _g
 from nmfsc._kernels import projection as _k
+from nmfsc._parameters import check
 from nmfsc._threads import threads
-from nmfsc._validation import as_float_array, check_sparseness, reject_masked
+from nmfsc._validation import as_float_array, reject_masked
 from nmfsc.backends import backend_for
 
 __all__ = ["project", "project_average", "project_batch"]
@@ -651,7 +652,7 @@ def project_average(
     """
     if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or axis not in (0, 1):
         raise ValueError(f"axis must be 0 (columns) or 1 (rows), got {axis!r}")
-    target = check_sparseness(sparseness, "sparseness")
+    target = check("sparseness", sparseness)
     X = as_float_array(X, "X", ndim=2)
     vectors = np.ascontiguousarray(X.T if axis == 0 else X)
     n = vectors.shape[1]

@@ -19,10 +19,9 @@ from typing import overload
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from nmfsc._parameters import check
 from nmfsc._validation import (
     as_float_array,
-    check_positive_int,
-    check_sparseness,
     reject_masked,
 )
 
@@ -196,8 +195,8 @@ def l1_for_sparseness(
     >>> round(float(sparseness_for_l1(2.8, 1.0, 100)), 12)
     0.8
     """
-    s = check_sparseness(sparseness, "sparseness")
-    n = check_positive_int(n, "n")
+    s = check("sparseness", sparseness)
+    n = check("n", n)
     root_n = np.sqrt(n)
     l2_arr = _positive_norms(l2, "l2")
     with np.errstate(over="ignore"):
@@ -236,7 +235,7 @@ def sparseness_for_l1(l1: ArrayLike, l2: ArrayLike, n: int) -> NDArray[np.float6
     >>> sparseness_for_l1([2.0, 4.0], 2.0, 4)  # the norms of (2, 0, 0, 0) and (1, 1, 1, 1)
     array([1., 0.])
     """
-    n = check_positive_int(n, "n")
+    n = check("n", n)
     if n < 2:
         raise ValueError("sparseness is undefined for vectors of length 1; it needs n >= 2")
     l1_arr = _positive_norms(l1, "l1")

@@ -121,7 +121,7 @@ def test_mosaic_signed_allows_negative_weights_only_when_asked():
     [
         ({"W": np.ones((10, 2))}, "W has 10 rows but image_shape \\(3, 3\\) has 9 pixels"),
         ({"normalize": "l1"}, "normalize must be 'l2', 'max' or None, got 'l1'"),
-        ({"border": -1}, "border must be a non-negative integer"),
+        ({"border": -1}, "border must be >= 0, got -1"),
         ({"n_cols": 0}, "n_cols must be >= 1"),
         ({"image_shape": (9,)}, "image_shape must be a .height, width. pair"),
         ({"W": np.ones(9)}, "W must be 2-D"),

@@ -9,11 +9,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from nmfsc._missing_values import check_missing_values
-from nmfsc._validation import check_non_negative_int, check_nonneg_real, check_positive_int
+from nmfsc._parameters import check
 from nmfsc._version import __version__
 from nmfsc.comparison._holdout import (
     Holdout,
-    check_holdout,
     check_sparse_zeros,
     dense_for_holdout,
     holdout_rows,
@@ -150,12 +149,12 @@ def compare(
         V, n_components, methods, sparseness_w, sparseness_h, seeds, image_shape, on_off, parts
     )
     fit_options = {
-        "max_iter": check_positive_int(max_iter, "max_iter"),
-        "tol": check_nonneg_real(tol, "tol"),
-        "max_time": check_nonneg_real(max_time, "max_time", positive=True, allow_none=True),
+        "max_iter": check("max_iter", max_iter),
+        "tol": check("tol", tol),
+        "max_time": check("max_time", max_time),
         "progress": bool(progress),
     }
-    alpha = check_nonneg_real(sparse_nmf_alpha, "sparse_nmf_alpha")
+    alpha = check("sparse_nmf_alpha", sparse_nmf_alpha)
     nmf_sc_params = {k: v for k, v in (("sparseness_w", sw), ("sparseness_h", sh)) if v is not None}
     settings = _settings(
         name, V, M, methods, sw, sh, seeds, fit_options, image_shape, on_off, parts, alpha
@@ -192,8 +191,8 @@ def _split(V, holdout, holdout_seed, missing_values, sparse_zeros):
     zeros = check_sparse_zeros(sparse_zeros)
     if holdout is None and not missing:
         return None
-    fraction = check_holdout(holdout)
-    seed = check_non_negative_int(holdout_seed, "holdout_seed")
+    fraction = check("holdout", holdout)
+    seed = check("holdout_seed", holdout_seed)
     sparse = is_sparse(V)
     if sparse and zeros == "observed":
         V = dense_for_holdout(V)

@@ -44,8 +44,6 @@ the unstored ones zeros as in any sparse comparison.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from nmfsc._validation import check_data
@@ -57,7 +55,6 @@ __all__ = [
     "MASKED_METHODS",
     "SPARSE_ZEROS",
     "Holdout",
-    "check_holdout",
     "check_sparse_zeros",
     "dense_for_holdout",
     "holdout_rows",
@@ -69,17 +66,6 @@ SPARSE_ZEROS = ("observed", "missing")
 #: The methods of :func:`nmfsc.compare` that fit only the entries a mask marks.
 #: The methods that fit through a mask (their registry row has masked steps).
 MASKED_METHODS = masked_solvers()
-
-
-def check_holdout(holdout):
-    """``holdout`` as a float in (0, 1), or None."""
-    if holdout is None:
-        return None
-    if isinstance(holdout, bool) or not isinstance(holdout, numbers.Real):
-        raise TypeError(f"holdout must be a fraction in (0, 1) or None, got {holdout!r}")
-    if not 0.0 < float(holdout) < 1.0:
-        raise ValueError(f"holdout must lie strictly between 0 and 1, got {holdout!r}")
-    return float(holdout)
 
 
 def check_sparse_zeros(sparse_zeros):

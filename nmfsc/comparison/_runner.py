@@ -32,12 +32,11 @@ import warnings
 
 import numpy as np
 
+from nmfsc._parameters import check
 from nmfsc._validation import (
     as_float_array,
     check_data,
     check_image_shape,
-    check_positive_int,
-    check_sparseness,
 )
 from nmfsc.comparison._errors import relative_error, rescaled_error
 from nmfsc.comparison._matched import matched_l1
@@ -89,10 +88,10 @@ def check_settings(
     V divided by its maximum (see :func:`normalised`) and that maximum last."""
     V, scale = check_data(V)
     V = normalised(V, scale)
-    M = check_positive_int(n_components, "n_components")
+    M = check("n_components", n_components)
     methods = check_methods(methods)
-    sw = None if sparseness_w is None else check_sparseness(sparseness_w, "sparseness_w")
-    sh = None if sparseness_h is None else check_sparseness(sparseness_h, "sparseness_h")
+    sw = check("sparseness_w", sparseness_w)
+    sh = check("sparseness_h", sparseness_h)
     constrained = any(m == "sklearn_cd_l1" or _constrained(m) for m in methods)
     if sw is None and sh is None and constrained:
         raise ValueError(

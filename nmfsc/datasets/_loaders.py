@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from nmfsc._validation import check_positive_int, check_random_state
+from nmfsc._parameters import check
+from nmfsc._validation import check_random_state
 
 from ._fetchers import Gate, check_flag, resolve_gate
 from ._preprocess import imresize_bilinear
@@ -227,8 +228,8 @@ def load_natural(
     >>> V.shape  # 12 x 12 patches: 144 ON and 144 OFF channels per column
     (288, 100)
     """
-    n_patches = check_positive_int(n_patches, "n_patches")
-    patch_size = check_positive_int(patch_size, "patch_size")
+    n_patches = check("n_patches", n_patches)
+    patch_size = check("patch_size", patch_size)
     check_random_state(random_state)
     images = natural_images(path, gate=gate)
     return _NATURAL.preprocess(images, n_patches, patch_size, random_state)

@@ -375,7 +375,8 @@ def on_off_patches(
     >>> bool(np.allclose(np.sqrt(np.mean(V**2, axis=1)), 1.0)), bool(V.min() >= 1e-4)
     (True, True)
     """
-    from nmfsc._validation import check_positive_int, check_random_state
+    from nmfsc._parameters import check
+    from nmfsc._validation import check_random_state
 
     stack = np.asarray(images, dtype=np.float64)
     if stack.ndim != 3:
@@ -383,8 +384,8 @@ def on_off_patches(
             f"images must be a stack (n_images, height, width), got shape {stack.shape}; "
             "pass one image as images[None]"
         )
-    n_patches = check_positive_int(n_patches, "n_patches")
-    patch_size = check_positive_int(patch_size, "patch_size")
+    n_patches = check("n_patches", n_patches)
+    patch_size = check("patch_size", patch_size)
     check_random_state(random_state)
     return natural_matrix(stack, n_patches, patch_size, random_state)
 

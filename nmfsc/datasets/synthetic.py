@@ -12,7 +12,8 @@ import numbers
 
 import numpy as np
 
-from nmfsc._validation import as_float_array, check_positive_int, check_random_state
+from nmfsc._parameters import check
+from nmfsc._validation import as_float_array, check_random_state
 
 SWIMMER_SHAPE = (32, 32)
 """(height, width) of a swimmer image."""
@@ -130,8 +131,8 @@ def bars(
     >>> bool(np.allclose(parts @ H, V))
     True
     """
-    n_samples = check_positive_int(n_samples, "n_samples")
-    size = check_positive_int(size, "size")
+    n_samples = check("n_samples", n_samples)
+    size = check("size", size)
     check_random_state(random_state)
     if p is None:
         p = 1.0 / size

@@ -50,7 +50,8 @@ import warnings
 
 import numpy as np
 
-from nmfsc._validation import check_data, check_positive_int
+from nmfsc._parameters import check
+from nmfsc._validation import check_data
 from nmfsc.solvers._data import DenseData, ScaledData, make_data
 from nmfsc.solvers._progress import progress_bar, show_progress
 from nmfsc.solvers._result import (
@@ -225,7 +226,7 @@ class Run:
 
     def __init__(self, make_steps, V, n_components, solver_params, settings):
         self.open_data(V)
-        M = check_positive_int(n_components, "n_components")
+        M = check("n_components", n_components)
         N, T = self.data.shape
         self.settings = settings = settings.validated(N, M, T)
         self.check_settings()

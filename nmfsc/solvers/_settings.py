@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import numbers
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -25,7 +24,8 @@ from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from numpy.typing import ArrayLike
 
-from nmfsc._validation import check_factor, check_nonneg_real, check_positive_int
+from nmfsc._parameters import check
+from nmfsc._validation import check_factor
 from nmfsc.solvers._docs import OPTIONS
 from nmfsc.solvers._start import INITS
 
@@ -113,23 +113,15 @@ class LoopSettings:
             raise ValueError("init='custom' needs both W_init and H_init")
         W_init = check_factor(self.W_init, "W_init", (N, M))
         H_init = check_factor(self.H_init, "H_init", (M, T))
-        max_iter = self.max_iter
-        if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral):
-            raise TypeError(f"max_iter must be a non-negative integer, got {max_iter!r}")
-        if max_iter < 0:
-            raise ValueError(f"max_iter must be >= 0, got {max_iter!r}")
-        tol = check_nonneg_real(self.tol, "tol")
-        window = check_positive_int(self.window, "window")
-        stationarity_tol = check_nonneg_real(
-            self.stationarity_tol, "stationarity_tol", allow_none=True
-        )
-        max_time = check_nonneg_real(self.max_time, "max_time", positive=True, allow_none=True)
+        max_iter = check("max_iter", self.max_iter)
+        tol = check("tol", self.tol)
+        window = check("window", self.window)
+        stationarity_tol = check("stationarity_tol", self.stationarity_tol)
+        max_time = check("max_time", self.max_time)
         if self.callback is not None and not callable(self.callback):
             raise TypeError(f"callback must be callable or None, got {self.callback!r}")
-        checkpoint_every = check_positive_int(self.checkpoint_every, "checkpoint_every")
-        checkpoint_seconds = check_nonneg_real(
-            self.checkpoint_seconds, "checkpoint_seconds", positive=True, allow_none=True
-        )
+        checkpoint_every = check("checkpoint_every", self.checkpoint_every)
+        checkpoint_seconds = check("checkpoint_seconds", self.checkpoint_seconds)
         checkpoint = self.checkpoint
         if checkpoint is not None and not isinstance(checkpoint, (str, Path)):
             raise TypeError(f"checkpoint must be a path (str or Path) or None, got {checkpoint!r}")
@@ -139,7 +131,7 @@ class LoopSettings:
             self,
             W_init=W_init,
             H_init=H_init,
-            max_iter=int(max_iter),
+            max_iter=max_iter,
             tol=tol,
             window=window,
             stationarity_tol=stationarity_tol,

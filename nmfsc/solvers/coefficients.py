@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from nmfsc._validation import check_optional_sparseness
+from nmfsc._parameters import check
 from nmfsc.backends import backend_for
 from nmfsc.solvers import dispatch
 from nmfsc.solvers._loop import solve
@@ -107,7 +107,7 @@ def fit_coefficients(
     settings = LoopSettings.from_keywords("fit_coefficients", loop)
     if settings.W_init is not None:
         raise TypeError("fit_coefficients() takes the basis as W; W_init is not an option")
-    s_h = check_optional_sparseness(sparseness_h, "sparseness_h")
+    s_h = check("sparseness_h", sparseness_h)
     backend = backend_for(V)
     if backend is not None and not backend.runs(CoefficientSteps):
         backend = None  # V is read into memory, as any array-like

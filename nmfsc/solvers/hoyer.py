@@ -54,7 +54,7 @@ from numpy.typing import ArrayLike
 from nmfsc._blocked import gram_rows, in_groups, matmul_columns
 from nmfsc._kernels import bracket as _bracket
 from nmfsc._kernels import projection as _proj
-from nmfsc._validation import check_optional_sparseness
+from nmfsc._parameters import check
 from nmfsc.backends import backend_for
 from nmfsc.projection import project_average
 from nmfsc.solvers._data import inner
@@ -586,8 +586,8 @@ def nmf_sc(
     0.52
     """
     settings = LoopSettings.from_keywords("nmf_sc", loop)
-    s_w = check_optional_sparseness(sparseness_w, "sparseness_w")
-    s_h = check_optional_sparseness(sparseness_h, "sparseness_h")
+    s_w = check("sparseness_w", sparseness_w)
+    s_h = check("sparseness_h", sparseness_h)
     params = {"sparseness_w": s_w, "sparseness_h": s_h}
     if check_average_sparseness(average_sparseness, s_w, s_h, V, mask):
         params["average_sparseness"] = True

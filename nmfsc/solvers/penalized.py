@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from nmfsc._kernels import updates as _k
-from nmfsc._validation import check_nonneg_real
+from nmfsc._parameters import check
 from nmfsc.solvers._data import inner, total
 from nmfsc.solvers._docs import DIVERGENCE_UNITS, document
 from nmfsc.solvers._result import NMFResult
@@ -151,8 +151,8 @@ def local_nmf(
     True
     """
     settings = LoopSettings.from_keywords("local_nmf", loop)
-    alpha = check_nonneg_real(alpha, "alpha")
-    beta = check_nonneg_real(beta, "beta")
+    alpha = check("alpha", alpha)
+    beta = check("beta", beta)
 
     params = {"alpha": alpha, "beta": beta}
     return run_solver("local_nmf", V, n_components, params=params, settings=settings)
@@ -208,6 +208,6 @@ def sparse_nmf(
     True
     """
     settings = LoopSettings.from_keywords("sparse_nmf", loop)
-    alpha = check_nonneg_real(alpha, "alpha")
+    alpha = check("alpha", alpha)
 
     return run_solver("sparse_nmf", V, n_components, params={"alpha": alpha}, settings=settings)
