@@ -25,9 +25,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from nmfsc._array_api import to_host
-from nmfsc._missing_values import observed_entries
 from nmfsc.atomic import SET_JOURNAL, SetJournalError, atomic_writer, check_set, replaced_set
 from nmfsc.backends import backend_named
+from nmfsc.observed import Observed
 from nmfsc.readers import check_n_components, describe_available, memory_limit, read_matrix
 
 __all__ = [
@@ -294,7 +294,7 @@ def run_fit(args):
         "stationarity_tol": args.stationarity_tol,
         "max_time": args.max_time,
     }
-    V, mask = _observed(V, args)
+    V, observed = _observed(V, args)
     device = getattr(args, "device", "cpu")
     if device == "gpu" and args.average_sparseness:
         raise CommandError(
@@ -312,7 +312,7 @@ def run_fit(args):
     options = {
         "sparseness_w": args.sparseness_w,
         "sparseness_h": args.sparseness_h,
-        "mask": mask,
+        "mask": observed,
         "solver": args.solver,
         "average_sparseness": args.average_sparseness,
         "random_state": args.seed,
@@ -360,9 +360,9 @@ def run_fit(args):
         "shape": list(V.shape),
         "image_shape": None if image_shape is None else list(image_shape),
         "missing_values": args.missing_values,
-        "observed_entries": None if mask is None else int(np.count_nonzero(mask)),
+        "observed_entries": None if observed is None else observed.count(),
     }
-    record = fit_record(result, data=data, seed=args.seed, masked=mask is not None)
+    record = fit_record(result, data=data, seed=args.seed, masked=observed is not None)
     _write(lambda: save_fit(out, result, record), out)
     checkpoint.unlink(missing_ok=True)
     print(_fit_summary(result, name))
@@ -552,12 +552,13 @@ def check_writable(out, *, folder=False):
 
 
 def _observed(V, args):
-    """V with zeros where missing, and the mask of its observed entries (None
-    without --missing-values or when nothing is missing)."""
+    """V with zeros where missing, and its observed entries
+    (:class:`~nmfsc.observed.Observed`; None without --missing-values or when
+    nothing is missing)."""
     if args.missing_values is None:
         return V, None
     try:
-        return observed_entries(V, str(args.data))
+        return Observed.from_nan(V, str(args.data))
     except (TypeError, ValueError) as error:
         raise CommandError(str(error)) from error
 

@@ -24,7 +24,16 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PARAMETERS", "Fraction", "Integer", "Optional", "Real", "check", "parse"]
+__all__ = [
+    "PARAMETERS",
+    "Fraction",
+    "Integer",
+    "MissingValue",
+    "Optional",
+    "Real",
+    "check",
+    "parse",
+]
 
 
 @dataclass(frozen=True)
@@ -131,10 +140,28 @@ class Optional:
         return self.constraint.parse(text)
 
 
+@dataclass(frozen=True)
+class MissingValue:
+    """What marks a missing entry: None (nothing is missing; NaN is an error)
+    or NaN. :meth:`check` says whether NaN marks missing entries."""
+
+    def check(self, value: Any, name: str) -> bool:
+        if value is None:
+            return False
+        if isinstance(value, numbers.Real) and math.isnan(value):  # np.nan, NumPy's NaNs
+            return True
+        raise ValueError(f"{name} must be None or np.nan, got {value!r}")
+
+    def parse(self, text: str) -> bool:
+        if text.lower() == "nan":
+            return True
+        raise ValueError(f"must be nan, got {text!r}")
+
+
 _SPARSENESS = Optional(Fraction())
 
 #: Each public parameter's constraint, by its public name.
-PARAMETERS: dict[str, Integer | Real | Fraction | Optional] = {
+PARAMETERS: dict[str, Integer | Real | Fraction | Optional | MissingValue] = {
     # the factorisation
     "n_components": Integer(1),
     "sparseness_w": _SPARSENESS,
@@ -153,7 +180,8 @@ PARAMETERS: dict[str, Integer | Real | Fraction | Optional] = {
     "max_time": Optional(Real(positive=True)),
     "checkpoint_every": Integer(1),
     "checkpoint_seconds": Optional(Real(positive=True)),
-    # compare and the command line
+    # compare, the estimator, the readers and the command line
+    "missing_values": MissingValue(),
     "seed": Integer(0),
     "holdout": Optional(Fraction(open=True)),
     "holdout_seed": Integer(0),

@@ -28,10 +28,10 @@ from nmfsc._estimator_base import (
     check_input,
     on_device,
 )
-from nmfsc._missing_values import check_missing_values, observed_entries
 from nmfsc._parameters import check
 from nmfsc._validation import as_float_array
 from nmfsc.backends import backend_for
+from nmfsc.observed import Observed
 from nmfsc.solvers.coefficients import fit_coefficients
 from nmfsc.solvers.framework import NMFResult, frobenius_norm
 from nmfsc.solvers.hoyer import nmf_sc
@@ -323,14 +323,14 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return {"W_init": H_arr.T, "H_init": W_arr.T}
 
     def _checked(self, X: Any, reset: bool) -> tuple[Any, Any]:
-        """X checked, with zeros where missing, and the mask of its observed
-        entries (None when none is missing)."""
+        """X checked, with zeros where missing, and its observed entries
+        (:class:`~nmfsc.observed.Observed`; None when none is missing)."""
         if not reset:
             self._refuse_host_data(X)
-        if not check_missing_values(self.missing_values):
+        if not check("missing_values", self.missing_values):
             return check_input(self, X, reset=reset), None
         X = check_input(self, X, reset=reset, allow_nan=True)
-        return observed_entries(X, type(self).__name__)
+        return Observed.from_nan(X, type(self).__name__)
 
     # --- fitting ----------------------------------------------------------------
     def fit_transform(
@@ -362,7 +362,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             With ``init="custom"``, the start of ``components_`` (nmf_sc's
             ``W_init.T``).
         """
-        data, mask = self._checked(X, reset=True)
+        data, observed = self._checked(X, reset=True)
         s_w = check("sparseness_components", self.sparseness_components)
         s_h = check("sparseness_coefficients", self.sparseness_coefficients)
         self._check_component_features(data, s_w)
@@ -382,7 +382,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             solver=self._check_solver(),
             average_sparseness=self.average_sparseness,
             init=self.init,
-            mask=None if mask is None else mask.T,
+            mask=None if observed is None else observed.T,
             **self._custom_start(data, W, H),
             **self._loop_options(stop, fitting=True),
         )
@@ -411,9 +411,9 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return self
 
     def _coefficients(
-        self, X: Any, mask: Any = None
+        self, X: Any, observed: Observed | None = None
     ) -> tuple[NDArray[np.floating], NMFResult | None]:
-        """transform's coefficients of checked X (observed where ``mask``), and
+        """transform's coefficients of checked X (its ``observed`` entries), and
         the solver's result (None for all-zero X, whose coefficients are zero)."""
         s_h = check("sparseness_coefficients", self.sparseness_coefficients)
         self._check_coefficient_samples(X, s_h)
@@ -427,7 +427,7 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             self.components_.T,
             sparseness_h=s_h,
             average_sparseness=bool(self.average_sparseness) and s_h is not None,
-            mask=None if mask is None else mask.T,
+            mask=None if observed is None else observed.T,
             **self._loop_options(stop),
         )
         return result.H.T, stop.relabel(result)
@@ -494,8 +494,8 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         folds of a cross-validation are). For a CuPy X, computed on its GPU.
         """
         check_fitted(self, "components_")
-        X, mask = self._checked(X, reset=False)
-        return -_frobenius_error(X, self._coefficients(X, mask)[1])
+        X, observed = self._checked(X, reset=False)
+        return -_frobenius_error(X, self._coefficients(X, observed)[1])
 
 
 def _frobenius_error(X: Any, result: NMFResult | None) -> float:

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.io
 import scipy.sparse
 
-from nmfsc._missing_values import check_missing_values
+from nmfsc._parameters import check
 from nmfsc._parsers import IMAGE_SUFFIXES, DataFileError
 
 __all__ = ["DataFileError", "FORMATS", "IMAGE_SUFFIXES", "check_n_components", "read_matrix"]
@@ -118,7 +118,7 @@ def read_matrix(
         V, image_shape, where = read_image_folder(path)
         _check_values(V, path, where)
         return V, image_shape, path.resolve().name
-    missing = check_missing_values(missing_values)
+    missing = check("missing_values", missing_values)
     V, where = _read_file(path, key, empty_as_nan=missing, samples_as_rows=samples_as_rows)
     _check_values(V, path, where, allow_nan=missing)
     if samples_as_rows:

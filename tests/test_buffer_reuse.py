@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import nmfsc
+from nmfsc.observed import Observed
 from nmfsc.solvers._data import make_data
 from nmfsc.solvers.framework import LoopSettings, Run
 from nmfsc.solvers.hoyer import HoyerSteps
@@ -74,7 +75,7 @@ def test_steps_with_reuse_never_touch_the_committed_state_and_use_two_buffers(st
     if steps_class is MaskedHoyerSteps:
         from nmfsc.solvers._masked_data import open_masked
 
-        data = open_masked(V, np.random.default_rng(2).random(V.shape) < 0.8)[0]
+        data = open_masked(V, Observed.of(np.random.default_rng(2).random(V.shape) < 0.8))[0]
     else:
         data = make_data(V, float(V.max()))
     steps = steps_class(data, M, 0.5, 0.6)

@@ -244,7 +244,8 @@ def test_sparse_holdout_hides_stored_entries_and_keeps_v_sparse(monkeypatch):
     fitted = []
 
     def recording(method, V, *args, **kw):
-        fitted.append((method, sp.issparse(V), V.nnz, kw["params"].get("mask")))
+        observed = kw.get("observed")
+        fitted.append((method, sp.issparse(V), V.nnz, observed is not None and observed.stored))
         return run_method(method, V, *args, **kw)
 
     run_method = _runner.run_method
@@ -252,7 +253,7 @@ def test_sparse_holdout_hides_stored_entries_and_keeps_v_sparse(monkeypatch):
     kw = {"holdout": 0.1, "max_iter": 20, "sparse_zeros": "missing"}
     result = run(S, methods=["nmf_sc", "nmf_divergence"], **kw)
     train = S.nnz - split.hidden.sum()
-    assert fitted == [("nmf_sc", True, train, "stored"), ("nmf_divergence", True, S.nnz, None)]
+    assert fitted == [("nmf_sc", True, train, True), ("nmf_divergence", True, S.nnz, False)]
     assert all(np.isfinite(row["holdout_error"]) for row in result.rows)
 
 

@@ -6,6 +6,7 @@ import scipy.sparse as sp
 
 import nmfsc
 from nmfsc import ConvergenceWarning
+from nmfsc.observed import Observed
 from nmfsc.projection import project
 from nmfsc.solvers import CheckpointMismatchError
 from nmfsc.sparseness import l1_for_sparseness, sparseness
@@ -315,7 +316,7 @@ def test_stored_kernels_are_the_dense_formulas(fmt):
     from nmfsc.solvers._masked_data import open_masked
 
     S = sp.random(40, 30, density=0.25, random_state=8, format=fmt)
-    data, scale = open_masked(S, "stored")
+    data, scale = open_masked(S, Observed.of("stored"))
     keep = S.toarray() != 0
     Vs = S.toarray() / scale
     rng = np.random.default_rng(9)
@@ -343,7 +344,7 @@ def test_a_kept_residual_survives_the_trials_after_it(V, mask):
     from nmfsc.solvers._masked_data import open_masked
     from nmfsc.solvers.masked import ObservedResiduals
 
-    data, _ = open_masked(V, mask)
+    data, _ = open_masked(V, Observed.of(mask))
     rng = np.random.default_rng(10)
     W, H = rng.random((V.shape[0], M)), rng.random((M, V.shape[1]))
     observed = ObservedResiduals(data)

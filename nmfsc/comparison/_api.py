@@ -8,7 +8,6 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from nmfsc._missing_values import check_missing_values
 from nmfsc._parameters import check
 from nmfsc._version import __version__
 from nmfsc.comparison._holdout import (
@@ -169,8 +168,8 @@ def compare(
         sparse_nmf_alpha=alpha,
         fit_options=fit_options,
         scoring=scoring,
-        method_params=split and split.method_params(),
-        method_data=split and split.method_data(V),
+        observed=None if split is None else split.observed,
+        training=None if split is None else split.training_data(V),
     )
     if split is not None:
         rows = holdout_rows(rows, runs, split, scale)
@@ -187,7 +186,7 @@ def compare(
 def _split(V, holdout, holdout_seed, missing_values, sparse_zeros):
     """The :class:`~nmfsc.comparison._holdout.Holdout` of the call, or None
     when nothing is hidden and NaN is not a missing value."""
-    missing = check_missing_values(missing_values)
+    missing = check("missing_values", missing_values)
     zeros = check_sparse_zeros(sparse_zeros)
     if holdout is None and not missing:
         return None

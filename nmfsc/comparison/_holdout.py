@@ -37,7 +37,7 @@ entries are the observed ones (as ``mask="stored"``), enumerated in
 row-major order (so that a V storing every entry hides what its dense copy
 hides), and nothing is made dense.
 The masked methods fit ``mask="stored"`` on V without the hidden and
-missing entries (:meth:`Holdout.method_data`); the others fit V with those
+missing entries (:meth:`Holdout.training_data`); the others fit V with those
 stored entries filled by their row's mean over the training stored entries,
 the unstored ones zeros as in any sparse comparison.
 """
@@ -48,6 +48,7 @@ import numpy as np
 
 from nmfsc._validation import check_data
 from nmfsc.comparison._runner import failure_note
+from nmfsc.observed import Observed
 from nmfsc.solvers.framework import is_sparse
 from nmfsc.solvers.registry import masked_solvers
 
@@ -166,26 +167,26 @@ class Holdout:
             "holdout_baselines": self.baselines,
         }
 
-    def method_params(self):
-        """The mask keyword of each method that takes one (none when nothing is
-        hidden): the training entries for dense V, ``"stored"`` for sparse V
-        (whose training matrix is :meth:`method_data`'s)."""
+    @property
+    def observed(self):
+        """The training entries, which the masked methods fit
+        (:class:`~nmfsc.observed.Observed`; None when nothing is hidden or
+        missing): a dense V's as a mask, a sparse V's as the stored entries
+        of :meth:`training_data`."""
         if not self.masked:
-            return {}
-        mask = "stored" if self._sparse else self._dense_train
-        return {method: {"mask": mask} for method in MASKED_METHODS}
+            return None
+        return Observed(stored=True) if self._sparse else Observed(mask=self._dense_train)
 
-    def method_data(self, V):
-        """The V each masked method fits instead of the comparison's ``V`` (the
-        filled matrix as checked and normalised): for sparse V, ``V`` with the
-        hidden and missing entries no longer stored; none for dense V (its
-        masked methods read V only where their mask is true)."""
+    def training_data(self, V):
+        """The V the masked methods fit (``V`` is the filled matrix as checked
+        and normalised): ``V`` itself for dense V (they read it only at
+        :attr:`observed`), for sparse V ``V`` with the hidden and missing
+        entries no longer stored."""
         if not (self.masked and self._sparse):
-            return {}
+            return V
         keep = self.train
         counts = np.concatenate(([0], np.cumsum(keep)))[V.indptr]
-        train = type(V)((V.data[keep], V.indices[keep], counts), shape=V.shape)
-        return {method: train for method in MASKED_METHODS}
+        return type(V)((V.data[keep], V.indices[keep], counts), shape=V.shape)
 
 
 def _canonical_csr(V):

@@ -197,7 +197,18 @@ class _Curve:
 
 
 def run_method(
-    method, V, n_components, start, *, params, max_iter, tol, max_time, progress, scored=None
+    method,
+    V,
+    n_components,
+    start,
+    *,
+    params,
+    max_iter,
+    tol,
+    max_time,
+    progress,
+    observed=None,
+    scored=None,
 ):
     """Run one of nmfsc's solvers from ``start = (W0, H0)``.
 
@@ -206,10 +217,12 @@ def run_method(
     method : str
         One of :data:`NMFSC_METHODS`.
     params : dict
-        The solver's own settings (``sparseness_w``/``sparseness_h``, ``alpha``,
-        a held-out ``mask``).
+        The solver's own settings (``sparseness_w``/``sparseness_h``, ``alpha``).
     max_iter, tol, max_time, progress
         Passed to the solver (``window`` is the solvers' default, 10).
+    observed : Observed, optional
+        The entries the solver fits (its ``mask``; the training entries of a
+        held-out comparison); None: every entry.
     scored : ndarray or sparse matrix, optional
         The V the table's errors are measured on, where it is not ``V`` (a
         sparse V's training entries are fitted, the filled V scored); the
@@ -224,7 +237,7 @@ def run_method(
     scored = V if scored is None else scored
     # A fit's own objective is the curve where it is the table's error: not
     # for a masked fit, whose objective leaves the hidden entries out.
-    own = spec.squared_error and "mask" not in params and scored is V
+    own = spec.squared_error and observed is None and scored is V
     curve = None if own else _Curve(scored, W0, H0)  # None: read off E
     t0 = time.perf_counter()
     with warnings.catch_warnings():
@@ -240,6 +253,7 @@ def run_method(
             max_time=max_time,
             callback=curve,
             progress=progress,
+            **({} if observed is None else {"mask": observed}),
             **params,
         )
     if result.stop_reason == "interrupted":  # Ctrl-C stops the comparison, not one run

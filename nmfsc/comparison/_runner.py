@@ -280,13 +280,14 @@ def run_seed(
     nmf_sc_params,
     sparse_nmf_alpha,
     fit_options,
-    method_params=None,
-    method_data=None,
+    observed=None,
+    training=None,
 ):
-    """Every method of ``methods`` from the start of ``seed``; ``method_params``:
-    extra keywords of nmfsc's methods (e.g. a held-out mask, :mod:`._holdout`);
-    ``method_data``: the V a method fits instead of ``V`` (a sparse V's
-    training entries, :meth:`._holdout.Holdout.method_data`).
+    """Every method of ``methods`` from the start of ``seed``. ``observed``:
+    the entries the methods that take a mask fit (an
+    :class:`~nmfsc.observed.Observed`, the training entries of a held-out
+    comparison, :mod:`._holdout`; None: every entry), in ``training`` (the
+    V they fit, :meth:`._holdout.Holdout.training_data`).
 
     Returns
     -------
@@ -306,8 +307,8 @@ def run_seed(
                 nmf_sc_params=nmf_sc_params,
                 sparse_nmf_alpha=sparse_nmf_alpha,
                 fit_options=fit_options,
-                method_params=method_params,
-                method_data=method_data,
+                observed=observed,
+                training=training,
             )
         except Exception as error:  # one method's failure is its row, not the end
             run, found = failed_run(method, V, M, error), None
@@ -329,8 +330,8 @@ def _run_one(
     nmf_sc_params,
     sparse_nmf_alpha,
     fit_options,
-    method_params,
-    method_data,
+    observed,
+    training,
 ):
     """One method's :class:`Run` from ``start`` and, for ``sklearn_cd_l1``, its
     search record (else None); ``by_name``: the runs of this seed so far."""
@@ -351,10 +352,19 @@ def _run_one(
         run = run_sklearn(V, M, start, solver=method.split("_")[1], **fit_options)
     else:
         params = _params(method, nmf_sc_params, sparse_nmf_alpha)
-        params = {**params, **(method_params or {}).get(method, {})}
-        data = (method_data or {}).get(method, V)
-        run = run_method(method, data, M, start, params=params, scored=V, **fit_options)
-        run.params.pop("mask", None)  # the call's, not a setting of the method
+        if observed is not None and solver(method).masked_steps is not None:
+            run = run_method(
+                method,
+                training,
+                M,
+                start,
+                params=params,
+                observed=observed,
+                scored=V,
+                **fit_options,
+            )
+        else:
+            run = run_method(method, V, M, start, params=params, **fit_options)
     return run, record
 
 
@@ -380,12 +390,12 @@ def run_all(
     sparse_nmf_alpha,
     fit_options,
     scoring,
-    method_params=None,
-    method_data=None,
+    observed=None,
+    training=None,
 ):
     """Run every (seed, method); returns ``(rows, runs, records)`` where ``runs``
-    maps ``(method, seed)`` to its :class:`Run` (``method_params`` and
-    ``method_data``: see :func:`run_seed`)."""
+    maps ``(method, seed)`` to its :class:`Run` (``observed`` and
+    ``training``: see :func:`run_seed`)."""
     warm_up(methods, sparse_nmf_alpha, like=V)
     rows, runs, records = [], {}, []
     for seed in seeds:
@@ -397,8 +407,8 @@ def run_all(
             nmf_sc_params=nmf_sc_params,
             sparse_nmf_alpha=sparse_nmf_alpha,
             fit_options=fit_options,
-            method_params=method_params,
-            method_data=method_data,
+            observed=observed,
+            training=training,
         )
         for run in seed_runs:
             row = score_run(V, run, seed, **scoring)

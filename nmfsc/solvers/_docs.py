@@ -27,8 +27,9 @@ DATA = """\
 
 #: The ``mask`` parameter, after %(data)s in the solvers that take one.
 MASK = """
-    mask : bool array of V's shape, "stored" or None, default None
-        Where V was observed (True). The objective is then summed over the
+    mask : bool array of V's shape, "stored", Observed or None, default None
+        Where V was observed (True); an :class:`~nmfsc.observed.Observed`
+        says the same as one of the other two. The objective is then summed over the
         observed entries only, :math:`\\tfrac12 \\lVert \\Omega \\odot (V - W H)
         \\rVert_F^2`, V is divided by its largest observed entry, and the
         unobserved entries of V are never read (they may be NaN). ``"stored"``,

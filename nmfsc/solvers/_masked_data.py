@@ -64,13 +64,12 @@ _STORED_NAN = (
 )
 
 
-def open_masked(V, mask):
-    """``(data, scale)`` of V observed where ``mask`` says; every check of a
-    masked call is here, each refusal one line naming the problem."""
+def open_masked(V, observed):
+    """``(data, scale)`` of V at its ``observed`` entries (an
+    :class:`~nmfsc.observed.Observed`); every check of V against them is
+    here, each refusal one line naming the problem."""
     reject_masked(V, "V")
-    if isinstance(mask, str):
-        if mask != "stored":
-            raise ValueError(f"mask must be a boolean array or 'stored', got {mask!r}")
+    if observed.stored:
         if not is_sparse(V):
             raise ValueError(
                 "mask='stored' needs a scipy.sparse V (its stored entries are the observed "
@@ -83,13 +82,7 @@ def open_masked(V, mask):
             "a scipy.sparse V takes mask='stored' (observed = its stored entries); "
             "a boolean mask would make it dense: pass V.toarray() with that mask instead"
         )
-    if is_sparse(mask):
-        raise TypeError("mask must be a dense boolean array (or 'stored' for a sparse V)")
-    mask = np.asarray(mask)
-    if mask.dtype != np.bool_:
-        raise TypeError(
-            f"mask must be a boolean array (True where V was observed), got dtype {mask.dtype}"
-        )
+    mask = observed.mask
     values = np.asanyarray(V)
     if mask.shape != values.shape:
         raise ValueError(f"mask must have V's shape {values.shape}, got {mask.shape}")
@@ -377,16 +370,17 @@ class MaskedRun(Run):
     """A :class:`~nmfsc.solvers._loop.Run` on masked data: the data and the
     checkpoint's fingerprint (V's observed values and the mask) are the mask's.
 
-    ``MaskedRun(mask, make_steps, V, n_components, solver_params, settings)``;
-    ``make_steps`` builds a masked steps class (:mod:`nmfsc.solvers.masked`).
+    ``MaskedRun(observed, make_steps, V, n_components, solver_params, settings)``,
+    ``observed`` an :class:`~nmfsc.observed.Observed`; ``make_steps`` builds a
+    masked steps class (:mod:`nmfsc.solvers.masked`).
     """
 
-    def __init__(self, mask, *args):
-        self.mask = mask
+    def __init__(self, observed, *args):
+        self.observed = observed
         super().__init__(*args)
 
     def open_data(self, V):
-        self.data, self.scale = open_masked(V, self.mask)
+        self.data, self.scale = open_masked(V, self.observed)
         self.V = None  # never used: every product is the data object's
 
     def fingerprint(self):

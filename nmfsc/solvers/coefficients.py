@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike
 
 from nmfsc._parameters import check
 from nmfsc.backends import backend_for
+from nmfsc.observed import Observed
 from nmfsc.solvers import dispatch
 from nmfsc.solvers._loop import solve
 from nmfsc.solvers._masked_data import MaskedRun
@@ -80,7 +81,7 @@ def fit_coefficients(
     *,
     sparseness_h: float | None = None,
     average_sparseness: bool = False,
-    mask: ArrayLike | str | None = None,
+    mask: ArrayLike | str | Observed | None = None,
     **loop: Unpack[LoopOptions],
 ) -> NMFResult:
     """H for data V (N x T) with the basis W (N x M, in V's units) held fixed.
@@ -108,10 +109,11 @@ def fit_coefficients(
     if settings.W_init is not None:
         raise TypeError("fit_coefficients() takes the basis as W; W_init is not an option")
     s_h = check("sparseness_h", sparseness_h)
+    observed = Observed.of(mask)  # the public mask=, made one type here
     backend = backend_for(V)
     if backend is not None and not backend.runs(CoefficientSteps):
         backend = None  # V is read into memory, as any array-like
-    if backend is not None and mask is not None:
+    if backend is not None and observed is not None:
         raise ValueError(
             f"mask= does not run on {backend.arrays()}: compute V (and the mask) into "
             "memory, or leave mask=None"
@@ -127,14 +129,14 @@ def fit_coefficients(
     if W_arr.ndim != 2:
         raise ValueError(f"W must be 2-D, got an array with ndim={W_arr.ndim}")
 
-    average = check_average_sparseness(average_sparseness, None, s_h, V, mask)
+    average = check_average_sparseness(average_sparseness, None, s_h, V, observed)
 
     def make_steps(Vn, M):
         if average:
             return CoefficientSteps(Vn, M, s_h, average_sparseness=True)
-        return (CoefficientSteps if mask is None else MaskedCoefficientSteps)(Vn, M, s_h)
+        return (CoefficientSteps if observed is None else MaskedCoefficientSteps)(Vn, M, s_h)
 
-    ratio = _basis_ratio(V, W_arr, s_h, mask)
+    ratio = _basis_ratio(V, W_arr, s_h, observed)
     settings = dataclasses.replace(settings, W_init=W_arr if ratio is None else W_arr * ratio)
     params = {"sparseness_h": s_h, "fixed_W": True}
     if average:
@@ -143,10 +145,10 @@ def fit_coefficients(
         result = dispatch.run_steps(
             CoefficientSteps, V, W_arr.shape[1], params=params, settings=settings
         )
-    elif mask is None:
+    elif observed is None:
         result = solve(make_steps, V, W_arr.shape[1], solver_params=params, settings=settings)
     else:
-        run = MaskedRun(mask, make_steps, V, W_arr.shape[1], params, settings)
+        run = MaskedRun(observed, make_steps, V, W_arr.shape[1], params, settings)
         result = run.run(stacklevel=3)
     if ratio is None:
         return result
@@ -160,7 +162,7 @@ def fit_coefficients(
     return dataclasses.replace(result, W=W_arr.astype(result.W.dtype), H=H)
 
 
-def _basis_ratio(V, W, sparseness_h, mask=None):
+def _basis_ratio(V, W, sparseness_h, observed=None):
     """``max(V) / max(W)`` when the coefficients are free (no sparseness_h): the
     H step then runs with the basis at the data's scale, ``W * ratio``, and
     the coefficients are multiplied back by ``ratio`` (W H is unchanged), so a
@@ -168,12 +170,12 @@ def _basis_ratio(V, W, sparseness_h, mask=None):
     neither overflows nor drowns in the updates' eps. With sparseness_h the
     rows of H have unit norm and cannot take a scale: None, W as given.
     Invalid V or W: None (the checks of the run report them). With a
-    boolean ``mask``, max(V) is taken over the observed entries."""
+    dense mask of ``observed`` entries, max(V) is taken over them."""
     if sparseness_h is not None or not np.issubdtype(W.dtype, np.floating):
         return None
     try:
-        observed = isinstance(mask, np.ndarray) and mask.dtype == np.bool_
-        V_max = float(np.max(np.asarray(V)[mask]) if observed else V.max())
+        dense = observed is not None and observed.mask is not None
+        V_max = float(np.max(np.asarray(V)[observed.mask]) if dense else V.max())
         W_max = float(np.max(W))
     except (TypeError, ValueError, AttributeError, IndexError):
         return None

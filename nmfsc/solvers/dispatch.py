@@ -26,6 +26,7 @@ from functools import partial
 from typing import Any
 
 from nmfsc.backends import Backend, backend_for, backends
+from nmfsc.observed import Observed
 from nmfsc.solvers._loop import Run
 from nmfsc.solvers._masked_data import MaskedRun
 
@@ -184,7 +185,8 @@ def run_solver(name: str, V, n_components, *, params: dict, settings, mask=None,
     """Run the table's row of the public solver ``name`` (its variant
     ``solver`` for nmf_sc, :func:`variant`) with its keywords ``params`` on V:
     on the backend that accepts V when that backend runs the row's steps,
-    else in memory (``Run``). With a ``mask``, the row's
+    else in memory (``Run``). With a ``mask`` (the public argument: a boolean
+    array, ``"stored"`` or an :class:`~nmfsc.observed.Observed`), the row's
     :attr:`SolverSpec.masked_steps` run in memory on the observed entries.
 
     Examples
@@ -203,9 +205,11 @@ def run_solver(name: str, V, n_components, *, params: dict, settings, mask=None,
     """
     spec = variant(name, solver) if solver is not None else _entry(name)
     backend = backend_for(V)
-    if mask is not None:
+    observed = Observed.of(mask)  # the public mask=, made one type here
+    if observed is not None:
         make_masked = partial(_masked_steps(spec, backend), **params)
-        return MaskedRun(mask, make_masked, V, n_components, params, settings).run(stacklevel=4)
+        run = MaskedRun(observed, make_masked, V, n_components, params, settings)
+        return run.run(stacklevel=4)
     if backend is not None:
         if backend.runs(spec.steps):
             return backend.run(backend.steps_for(spec.steps), V, n_components, params, settings)

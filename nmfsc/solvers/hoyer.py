@@ -56,6 +56,7 @@ from nmfsc._kernels import bracket as _bracket
 from nmfsc._kernels import projection as _proj
 from nmfsc._parameters import check
 from nmfsc.backends import backend_for
+from nmfsc.observed import Observed
 from nmfsc.projection import project_average
 from nmfsc.solvers._data import inner
 from nmfsc.solvers._docs import EUCLIDEAN_UNITS, document
@@ -507,7 +508,7 @@ def nmf_sc(
     sparseness_h: float | None = None,
     solver: str = "hoyer",
     average_sparseness: bool = False,
-    mask: ArrayLike | str | None = None,
+    mask: ArrayLike | str | Observed | None = None,
     **loop: Unpack[LoopOptions],
 ) -> NMFResult:
     r"""Non-negative matrix factorization with sparseness constraints (Hoyer 2004).

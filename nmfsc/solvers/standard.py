@@ -16,6 +16,7 @@ from numpy.typing import ArrayLike
 
 from nmfsc._blocked import gram_rows, matmul_columns
 from nmfsc._kernels import updates as _k
+from nmfsc.observed import Observed
 from nmfsc.solvers._data import inner
 from nmfsc.solvers._docs import DIVERGENCE_UNITS, EUCLIDEAN_UNITS, document
 from nmfsc.solvers._loop import Steps
@@ -139,7 +140,7 @@ def nmf_euclidean(
     V: ArrayLike,
     n_components: int,
     *,
-    mask: ArrayLike | str | None = None,
+    mask: ArrayLike | str | Observed | None = None,
     **loop: Unpack[LoopOptions],
 ) -> NMFResult:
     r"""Standard NMF with the Euclidean objective (Lee & Seung 2001).
