@@ -17,7 +17,7 @@ import argparse
 import numpy as np
 
 from nmfsc import l1_for_sparseness, project
-from nmfsc.gpu_backend.projection import project_rows
+from nmfsc.gpu_backend.device_projection import project_rows
 from nmfsc.gpu_backend.thresholds import (
     condition_parts,
     max_passes,

@@ -58,7 +58,7 @@ from numba.core.errors import NumbaPerformanceWarning
 
 from nmfsc import ConvergenceWarning, l1_for_sparseness, nmf_sc
 from nmfsc.gpu_backend import GPU_BACKEND
-from nmfsc.gpu_backend.projection import fused_kernels, project_rows, project_rows_by_arrays
+from nmfsc.gpu_backend.device_projection import fused_kernels, project_rows, project_rows_by_arrays
 from nmfsc.gpu_backend.run import run_on_device
 from nmfsc.solvers.accelerated import AcceleratedSteps
 from nmfsc.solvers.framework import LoopSettings

@@ -27,7 +27,7 @@ from bench_projection import best_times, machine
 from numba import njit
 
 from nmfsc import l1_for_sparseness, project, project_batch
-from nmfsc._kernels import projection as kernels
+from nmfsc._kernels import sparse_projection as kernels
 
 SIZES = [1000, 3000, 10**4, 10**5]
 COUNT = 50

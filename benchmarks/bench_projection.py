@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit
 
 from nmfsc import l1_for_sparseness, project, project_batch, sparseness
-from nmfsc._kernels import projection as kernels
+from nmfsc._kernels import sparse_projection as kernels
 
 SIZES = [10, 100, 1000, 10**4, 10**5, 10**6]
 TARGET_SPARSENESS = 0.7

@@ -248,7 +248,8 @@ def bench_trial_projection(repeats, calls=20):
     whole step, numpy's trial then the guided kernel against the fused kernel
     that forms each trial row just before projecting it (nmf_sc's path).
     Interleaved, best of ``repeats`` rounds of ``calls`` calls each."""
-    from nmfsc._kernels import bracket, projection
+    from nmfsc._kernels import bracket
+    from nmfsc._kernels import sparse_projection as projection
     from nmfsc.sparseness import l1_for_sparseness
 
     shape, M, params = SHAPES[2][1:]

@@ -106,7 +106,7 @@ def kernels(xp, V, args):
     from cupyx.profiler import benchmark
 
     from nmfsc.gpu_backend import fused
-    from nmfsc.gpu_backend.projection import fused_kernels
+    from nmfsc.gpu_backend.device_projection import fused_kernels
     from nmfsc.sparseness import l1_for_sparseness
 
     if fused_kernels() is None:

@@ -45,7 +45,7 @@ for name in ('numpy', 'numba', 'numba-cuda'):
         print(name, 'is not installed')
 import cupy
 from nmfsc import l1_for_sparseness
-from nmfsc.gpu_backend.projection import fused_kernels
+from nmfsc.gpu_backend.device_projection import fused_kernels
 fused = fused_kernels()
 print('fused projection kernels:', 'yes' if fused else 'NO (the array code projects)')
 if fused:

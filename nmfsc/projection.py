@@ -10,7 +10,7 @@ or, for the signed variant (``nonneg=False``), sum_i |s_i| = L1 and
 The set is non-empty exactly when L2 <= L1 <= sqrt(n) L2; to reach a sparseness
 ``s`` at norm ``L2``, take ``L1 = l1_for_sparseness(s, n, L2)``.
 
-Two exact methods, both Numba kernels in :mod:`nmfsc._kernels.projection`:
+Two exact methods, both Numba kernels in :mod:`nmfsc._kernels.sparse_projection`:
 
 ``"hoyer"``
     The paper's algorithm: project onto the hyperplane, then onto the sphere
@@ -78,7 +78,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nmfsc._kernels import grouped as _g
-from nmfsc._kernels import projection as _k
+from nmfsc._kernels import sparse_projection as _k
 from nmfsc._parameters import check
 from nmfsc._threads import threads
 from nmfsc._validation import as_float_array, reject_masked

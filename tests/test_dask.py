@@ -89,7 +89,8 @@ def test_local_scheduler_projects_in_process(client, scheduler, monkeypatch):
     client's chunks without a graph (chunked.map_local), with the same run."""
     import dask
 
-    from nmfsc.dask_backend import chunked, projection
+    from nmfsc.dask_backend import chunked
+    from nmfsc.dask_backend import chunked_projection as projection
 
     calls = []
 
@@ -233,7 +234,7 @@ def test_rows_tied_on_their_support_are_broken_by_index_as_in_memory(
 
     import dask
 
-    from nmfsc.dask_backend import projection
+    from nmfsc.dask_backend import chunked_projection as projection
 
     tied = []
     tie_values = projection._tie_values

@@ -29,7 +29,7 @@ from nmfsc import (
 )
 from nmfsc._kernels import rowblocks
 from nmfsc.gpu_backend import GPU_BACKEND, is_cupy_array
-from nmfsc.gpu_backend.projection import project_batch_device, project_rows
+from nmfsc.gpu_backend.device_projection import project_batch_device, project_rows
 from nmfsc.gpu_backend.run import run_on_device
 from nmfsc.gpu_backend.sweeps import sweep_rows
 from nmfsc.solvers import registry
@@ -462,7 +462,11 @@ def test_cupy_projection_and_euclidean(V):
 def test_passes_and_sort_find_the_same_thresholds():
     """The two ways project_rows finds a row's threshold agree (the sort is
     the passes' fallback, so each is checked against the other)."""
-    from nmfsc.gpu_backend.projection import max_passes, thresholds_by_passes, thresholds_by_sort
+    from nmfsc.gpu_backend.device_projection import (
+        max_passes,
+        thresholds_by_passes,
+        thresholds_by_sort,
+    )
     from nmfsc.gpu_backend.thresholds import support_moments
 
     rng = np.random.default_rng(5)
@@ -540,7 +544,7 @@ def test_device_rows_take_the_fused_kernels_else_the_array_code(monkeypatch):
     """project_rows hands CuPy rows to the fused kernels where Numba's CUDA
     target is there; when they fail (no compiler) it says so once and
     projects with the array code from then on."""
-    from nmfsc.gpu_backend import projection
+    from nmfsc.gpu_backend import device_projection as projection
 
     X = np.abs(np.random.default_rng(6).standard_normal((3, 50)))
     l1, l2 = np.full(3, l1_for_sparseness(0.6, 50)), np.ones(3)
@@ -589,7 +593,7 @@ def test_cupy_rows_take_the_fused_kernels(dtype):
     """On a GPU with Numba's CUDA target, the fused kernels project CuPy
     rows (the real layout: rows of 10^5 in 25 chunks) as the CPU does, with
     the same bits on every launch."""
-    from nmfsc.gpu_backend.projection import fused_kernels
+    from nmfsc.gpu_backend.device_projection import fused_kernels
 
     if fused_kernels() is None:
         pytest.skip("needs Numba's CUDA target (pip install numba-cuda[cu12])")
@@ -841,7 +845,7 @@ def test_cupy_stepped_is_numpys_step_and_runs_keep_no_workspace(dtype):
     and the subtraction); a run on the GPU leaves none of the fused projection's
     workspaces behind."""
     from nmfsc.gpu_backend.arrays import stepped
-    from nmfsc.gpu_backend.projection import fused_kernels
+    from nmfsc.gpu_backend.device_projection import fused_kernels
 
     rng = np.random.default_rng(4)
     X, D = (np.abs(rng.standard_normal((7, 5000))).astype(dtype) for _ in range(2))

@@ -210,7 +210,7 @@ def test_fused_projection_is_the_cpu_projection(dtype, signed, monkeypatch):
     their float64 values) to 16 ulps of l2, as close to nmfsc.project as the
     array code is, with its support; the constant row goes to the CPU kernel."""
     from nmfsc.gpu_backend import fused
-    from nmfsc.gpu_backend.projection import project_rows
+    from nmfsc.gpu_backend.device_projection import project_rows
 
     to_cpu = []
     monkeypatch.setattr(
@@ -245,7 +245,7 @@ def test_a_float32_result_is_the_float64_result_rounded_once(dtype, signed, monk
     the rows that take the other paths (the CPU kernel, sparseness 1, not
     finite), and the array code."""
     from nmfsc.gpu_backend import fused
-    from nmfsc.gpu_backend.projection import project_rows_by_arrays
+    from nmfsc.gpu_backend.device_projection import project_rows_by_arrays
 
     X, l1, l2 = hard_rows(300, dtype, signed)
     X[2, 7] = np.nan

@@ -362,7 +362,7 @@ def test_the_stored_sweep_is_the_dense_sweep_at_the_pattern(fmt, rule):
     on the dense mask of the pattern, from the same residual and weights:
     the same rows and residual, bit for bit (the b's are summed in one order)."""
     from nmfsc._kernels import masked_rows as mr
-    from nmfsc._kernels.projection import max_filter_passes
+    from nmfsc._kernels.sparse_projection import max_filter_passes
 
     S, pattern = stored_and_pattern(fmt)
     N, T = S.shape

@@ -32,7 +32,7 @@ def _imported(node):
         return [alias.name for alias in node.names]
     if isinstance(node, ast.ImportFrom) and not node.level and node.module:
         names = [node.module]
-        if node.module == "nmfsc.dask_backend":  # from nmfsc.dask_backend import projection
+        if node.module == "nmfsc.dask_backend":  # from nmfsc.dask_backend import chunked_projection
             names += [
                 f"{node.module}.{alias.name}"
                 for alias in node.names
@@ -109,7 +109,7 @@ def test_the_checker_finds_an_unguarded_import_and_accepts_a_guarded_one():
         import pytest
 
         def test_a():
-            from nmfsc.dask_backend.projection import trial
+            from nmfsc.dask_backend.chunked_projection import trial
 
         def test_b():
             from nmfsc.dask_backend import chunked
@@ -120,7 +120,7 @@ def test_the_checker_finds_an_unguarded_import_and_accepts_a_guarded_one():
         """
     )
     assert [name for _, name in unguarded_dask_imports(unguarded)] == [
-        "nmfsc.dask_backend.projection",
+        "nmfsc.dask_backend.chunked_projection",
         "nmfsc.dask_backend.chunked",
         "dask.array",
     ]
@@ -131,7 +131,7 @@ def test_the_checker_finds_an_unguarded_import_and_accepts_a_guarded_one():
 
         def test_a():
             pytest.importorskip("dask")
-            from nmfsc.dask_backend.projection import trial
+            from nmfsc.dask_backend.chunked_projection import trial
         """
     )
     assert unguarded_dask_imports(guarded) == []
@@ -144,7 +144,7 @@ def test_the_checker_finds_an_unguarded_import_and_accepts_a_guarded_one():
         import dask.array as da
 
         def test_a():
-            from nmfsc.dask_backend.projection import trial
+            from nmfsc.dask_backend.chunked_projection import trial
         """
     )
     assert unguarded_dask_imports(at_module_level) == []

@@ -15,7 +15,7 @@ from projection_reference import (
 )
 
 from nmfsc import l1_for_sparseness, project, project_batch, sparseness
-from nmfsc._kernels import projection as kernels
+from nmfsc._kernels import sparse_projection as kernels
 
 METHODS = ["fast", "hoyer"]
 

@@ -11,7 +11,7 @@ import pytest
 
 from nmfsc import l1_for_sparseness, project, project_batch
 from nmfsc._kernels import bracket
-from nmfsc._kernels import projection as kernels
+from nmfsc._kernels import sparse_projection as kernels
 
 ATOL = 1e-13  # relative to l2, as test_fast_and_hoyer_count_the_same_passes
 

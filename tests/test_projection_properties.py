@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 from projection_reference import assert_feasible, norm2, reference_enumerate, reference_sorted
 
 from nmfsc import l1_for_sparseness, project, project_batch
-from nmfsc._kernels import projection as kernels
+from nmfsc._kernels import sparse_projection as kernels
 
 METHODS = ["fast", "hoyer"]
 

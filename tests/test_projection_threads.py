@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from nmfsc import l1_for_sparseness, project, project_batch
 from nmfsc import projection as api
 from nmfsc._kernels import bracket
-from nmfsc._kernels import projection as kernels
+from nmfsc._kernels import sparse_projection as kernels
 
 # Chunks this short make a few thousand entries several chunks (the default,
 # 32,768, is tested through project() below).

@@ -162,7 +162,7 @@ def test_code_version_covers_what_decides_the_figures_and_nothing_else():
     for decides in (
         "solvers/hoyer.py",
         "solvers/registry.py",  # the table: which steps "nmf_sc" runs
-        "_kernels/projection.py",
+        "_kernels/sparse_projection.py",
         "_kernels/bracket.py",
     ):
         assert decides in names

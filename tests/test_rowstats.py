@@ -86,7 +86,7 @@ def test_empty_chunk():
 def test_a_trial_formed_entry_by_entry_gives_the_same_bits(dtype):
     """The fused pass (H - mu dH never stored) equals the pass on NumPy's trial."""
     pytest.importorskip("dask")  # the Dask backend's trial; README's install has no Dask
-    from nmfsc.dask_backend.projection import trial
+    from nmfsc.dask_backend.chunked_projection import trial
 
     rng = np.random.default_rng(5)
     h = rng.random((6, 777)).astype(dtype)
@@ -114,7 +114,7 @@ def test_an_empty_chunk_does_not_take_the_argmax(empty_first):
     # merged largest entry is the row's own (an empty chunk's used to be 0 at
     # index 0, which rho = 1 would have written to).
     pytest.importorskip("dask")
-    from nmfsc.dask_backend.projection import chunk_stats, merge_stats
+    from nmfsc.dask_backend.chunked_projection import chunk_stats, merge_stats
 
     empty = chunk_stats(np.zeros((1, 0)), 0, None)
     full = chunk_stats(np.array([[-3.0, -2.0, -0.5, -1.0]]), 0, None)

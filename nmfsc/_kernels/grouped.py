@@ -63,7 +63,7 @@ import math
 import numpy as np
 from numba import njit
 
-from nmfsc._kernels.projection import METHOD_FAST, project_vector
+from nmfsc._kernels.sparse_projection import METHOD_FAST, project_vector
 
 # Newton (and safeguarding bisection) steps within the final piece; the far
 # left piece (targets near sparseness 0) needs the most, about 1.5x per step.

@@ -49,8 +49,8 @@ import math
 import numpy as np
 from numba import njit
 
-from nmfsc._kernels.projection import METHOD_FAST, STATUS_OK, project_vector_guided
 from nmfsc._kernels.rowblocks import RULE_NONNEG, RULE_SCALED, RULE_UNIT
+from nmfsc._kernels.sparse_projection import METHOD_FAST, STATUS_OK, project_vector_guided
 
 __all__ = [
     "RULE_NONNEG",

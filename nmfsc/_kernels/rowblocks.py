@@ -48,7 +48,7 @@ import math
 import numpy as np
 from numba import njit
 
-from nmfsc._kernels.projection import METHOD_FAST, STATUS_OK, project_vector_guided
+from nmfsc._kernels.sparse_projection import METHOD_FAST, STATUS_OK, project_vector_guided
 
 RULE_NONNEG = 0
 RULE_UNIT = 1

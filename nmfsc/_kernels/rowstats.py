@@ -1,6 +1,6 @@
 r"""Numba kernels for the per-chunk statistics of the distributed projection.
 
-:mod:`nmfsc.dask_backend.projection` projects the rows of a chunked M x T
+:mod:`nmfsc.dask_backend.chunked_projection` projects the rows of a chunked M x T
 array; each of its passes needs, per row of each chunk, the statistics of the
 row's *selected* entries
 
@@ -17,10 +17,10 @@ formed entry by entry from H and dH, so that it is never stored.
 The selection test ``m + t * (y - mean) > 0`` is evaluated with the same
 operations in the same order as NumPy's (no ``fastmath``, so no fused
 multiply-add), so it selects exactly the entries that the projection's
-writer keeps (:mod:`nmfsc.dask_backend.projection`).
+writer keeps (:mod:`nmfsc.dask_backend.chunked_projection`).
 
 Every kernel writes into ``out`` and validates nothing. The columns of ``out``
-are those of :mod:`nmfsc.dask_backend.projection`: count, sum, centred sum of
+are those of :mod:`nmfsc.dask_backend.chunked_projection`: count, sum, centred sum of
 squares, min, max, (non-finite flag, argmax, max of all: first pass only),
 max of the entries not selected. The count is stored as a float64 (exact up
 to 2^53 entries).
@@ -33,7 +33,7 @@ from numba import njit
 
 __all__ = ["all_and_positive_stats", "selected_stats"]
 
-# Columns of one block of statistics (as nmfsc.dask_backend.projection's).
+# Columns of one block of statistics (as nmfsc.dask_backend.chunked_projection's).
 K, SUM, M2, LO, HI, BAD, ARG, MAX, OUT = range(9)
 WIDTH = 9
 #: The largest float64: the far side of a lane's min / max for an entry not taken.

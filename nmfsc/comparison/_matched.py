@@ -79,13 +79,13 @@ def matched_l1(V, n_components, start, *, factor, target, fit_options, plain=Non
         nmf_sc's achieved mean sparseness of that factor.
     fit_options : dict
         ``max_iter``, ``tol``, ``max_time`` and ``progress`` of every fit.
-    plain : Run, optional
+    plain : MethodRun, optional
         An unpenalised scikit-learn CD fit from the same start, reused as the
         fit at :math:`\alpha = 0`.
 
     Returns
     -------
-    (Run, dict)
+    (MethodRun, dict)
         The matching fit (or the closest one) labelled ``sklearn_cd_l1``, and
         the search record: ``alpha``, ``target``, ``achieved``, ``matched``,
         ``fits`` (number of fits), ``path`` (every ``[alpha, sparseness]``

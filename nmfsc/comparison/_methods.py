@@ -1,7 +1,7 @@
 r"""The method table: every method :func:`nmfsc.compare` can run, and how to run one.
 
 Every run starts from the same ``(W0, H0)`` (see :func:`starting_point`) and
-returns a :class:`Run`: the factors, the stopping record and the curve of the
+returns a :class:`MethodRun`: the factors, the stopping record and the curve of the
 relative error :math:`\lVert V - WH \rVert_F / \lVert V \rVert_F` against
 iterations and seconds.
 
@@ -66,7 +66,7 @@ __all__ = [
     "METHOD_DESCRIPTIONS",
     "NMFSC_METHODS",
     "SKLEARN_METHODS",
-    "Run",
+    "MethodRun",
     "available_methods",
     "failed_run",
     "run_method",
@@ -106,7 +106,7 @@ METHOD_DESCRIPTIONS = {
 
 
 @dataclass
-class Run:
+class MethodRun:
     """One method's run from one start: factors, stopping record and curve."""
 
     method: str
@@ -127,14 +127,14 @@ class Run:
 
 
 def failed_run(method, V, n_components, error):
-    """The :class:`Run` of a method that raised ``error``: all-zero factors of
+    """The :class:`MethodRun` of a method that raised ``error``: all-zero factors of
     the right shapes, no curve, ``stop_reason`` ``"failed"`` and the error's
     one line in ``failure``, so that the other methods' rows stand."""
     N, T = V.shape
     dtype = V.dtype if np.dtype(V.dtype).kind == "f" else np.float64
     W, H = np.zeros((N, n_components), dtype), np.zeros((n_components, T), dtype)
     line = " ".join(str(error).split()) or "no message"
-    return Run(method, W, H, 0, "failed", 0.0, failure=f"{type(error).__name__}: {line}")
+    return MethodRun(method, W, H, 0, "failed", 0.0, failure=f"{type(error).__name__}: {line}")
 
 
 def sklearn_available() -> bool:
@@ -230,7 +230,7 @@ def run_method(
 
     Returns
     -------
-    Run
+    MethodRun
     """
     spec = solver(method)
     W0, H0 = start
@@ -259,7 +259,7 @@ def run_method(
     if result.stop_reason == "interrupted":  # Ctrl-C stops the comparison, not one run
         raise KeyboardInterrupt
     wall = time.perf_counter() - t0 - (curve.overhead if curve else 0.0)
-    run = Run(method, result.W, result.H, int(result.n_iter), result.stop_reason, wall)
+    run = MethodRun(method, result.W, result.H, int(result.n_iter), result.stop_reason, wall)
     run.params = dict(params)
     run.stationarity = result.stationarity
     if curve is None:
@@ -336,7 +336,7 @@ def run_sklearn(
 
     Returns
     -------
-    Run
+    MethodRun
         ``stop_reason`` ``"tol"`` (nmfsc's rule, or an exact fixed point,
         such as a factor the penalty set to zero: every component off),
         ``"max_iter"`` or ``"max_time"``.
@@ -392,7 +392,7 @@ def run_sklearn(
     finally:
         if bar is not None:
             bar.close()
-    run = Run(label, H_sk.T.copy(), W_sk.T.copy(), n_iter, stop, elapsed)
+    run = MethodRun(label, H_sk.T.copy(), W_sk.T.copy(), n_iter, stop, elapsed)
     run.iterations, run.times, run.errors = iterations, times, errors
     if not penalty:  # the squared error alone: its stationarity is nmfsc's measure
         run.stationarity = stationarity(V, run.W, run.H)["max"]

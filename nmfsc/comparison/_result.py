@@ -40,7 +40,7 @@ class Comparison:
         not fail, ``n_converged``, ``n_failed``, ``stop_reasons`` and
         (for ``sklearn_cd_l1``) ``matched`` (e.g. ``"3/3"``).
     runs : dict
-        ``(method, seed) -> Run`` with the factors ``W``, ``H`` and the curve.
+        ``(method, seed) -> MethodRun`` with the factors ``W``, ``H`` and the curve.
     curves : list of dict
         One per run: ``method``, ``seed``, ``iteration``, ``time_s`` and
         ``relative_error`` (lists of equal length, starting at the shared start).

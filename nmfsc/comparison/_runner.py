@@ -291,7 +291,7 @@ def run_seed(
 
     Returns
     -------
-    (list of Run, dict or None)
+    (list of MethodRun, dict or None)
         The runs in table order and the matched-L1 search record.
     """
     start = starting_point(V, M, seed)
@@ -333,7 +333,7 @@ def _run_one(
     observed,
     training,
 ):
-    """One method's :class:`Run` from ``start`` and, for ``sklearn_cd_l1``, its
+    """One method's :class:`MethodRun` from ``start`` and, for ``sklearn_cd_l1``, its
     search record (else None); ``by_name``: the runs of this seed so far."""
     record = None
     if method == "sklearn_cd_l1":
@@ -394,7 +394,7 @@ def run_all(
     training=None,
 ):
     """Run every (seed, method); returns ``(rows, runs, records)`` where ``runs``
-    maps ``(method, seed)`` to its :class:`Run` (``observed`` and
+    maps ``(method, seed)`` to its :class:`MethodRun` (``observed`` and
     ``training``: see :func:`run_seed`)."""
     warm_up(methods, sparse_nmf_alpha, like=V)
     rows, runs, records = [], {}, []

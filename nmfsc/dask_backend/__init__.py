@@ -9,7 +9,7 @@ per-chunk results; V is never gathered on one process, nor is a row of H.
 
 - :mod:`~nmfsc.dask_backend.chunked`: the chunk lists, the tree reductions and
   the data object (max(V), ||V||^2 and the products of V / max(V)).
-- :mod:`~nmfsc.dask_backend.projection`: Hoyer's projection of H's rows, each
+- :mod:`~nmfsc.dask_backend.chunked_projection`: Hoyer's projection of H's rows, each
   pass one reduction of per-chunk statistics.
 - :mod:`~nmfsc.dask_backend.steps`: the iterations of nmf_sc and nmf_euclidean
   on chunked H.

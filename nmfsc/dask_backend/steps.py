@@ -8,7 +8,7 @@ by chunk and every sum over samples done as a tree reduction:
   trial, :math:`\tfrac12(\lVert V\rVert^2 - 2\langle W^T V, H'\rangle +
   \langle W^T W, H' H'^T\rangle)`, needs :math:`\langle W^T V, H'\rangle` and
   :math:`H' H'^T`: one reduction of 1 + M^2 numbers per chunk; the projection
-  of H's rows is :func:`nmfsc.dask_backend.projection.project_chunked_rows`;
+  of H's rows is :func:`nmfsc.dask_backend.chunked_projection.project_chunked_rows`;
 - the W step needs :math:`V H^T` and :math:`H H^T` (one reduction of
   (N + M) M numbers per chunk) and then runs on the client exactly as in
   memory (the W step's code is inherited).
@@ -38,7 +38,12 @@ from nmfsc.dask_backend.chunked import (
     task,
     wtv_chunk,
 )
-from nmfsc.dask_backend.projection import chunk_stats, merge_stats, project_chunked_rows, trial
+from nmfsc.dask_backend.chunked_projection import (
+    chunk_stats,
+    merge_stats,
+    project_chunked_rows,
+    trial,
+)
 from nmfsc.solvers.framework import (
     ColumnGram,
     SquaredErrorSteps,

@@ -2,7 +2,7 @@
 
 The design (see ``docs/gpu.md``): V, W and H stay on the device for the
 whole run; the products are cuBLAS's (CuPy's matmul), the projection of
-the factors' rows is array code (:mod:`~nmfsc.gpu_backend.projection`), and
+the factors' rows is array code (:mod:`~nmfsc.gpu_backend.device_projection`), and
 only scalars (the objective, the line search's test) and M x M or M-long
 results come back to the host. The loop, the stopping rules, the warnings,
 the callback and the checkpoints are the solvers' own
@@ -15,7 +15,7 @@ tested where no GPU is):
 
 - :mod:`~nmfsc.gpu_backend.arrays`: the namespace of an array, the checks
   of V, the float64 sums;
-- :mod:`~nmfsc.gpu_backend.projection`: Hoyer's projection of many rows
+- :mod:`~nmfsc.gpu_backend.device_projection`: Hoyer's projection of many rows
   at once, exact (Hoyer's passes over all rows, each a few reductions, to
   the closed-form threshold of a consistent support,
   :mod:`~nmfsc.gpu_backend.thresholds`; a sort where they do not settle);
@@ -88,7 +88,7 @@ def solve_on_gpu(steps, V, n_components, params, settings):
 
 
 def _project_batch_on_device(X, l1, l2, axis, nonneg, method, return_passes):
-    from nmfsc.gpu_backend.projection import project_batch_device
+    from nmfsc.gpu_backend.device_projection import project_batch_device
 
     return project_batch_device(X, l1, l2, axis, nonneg, method, return_passes)
 

@@ -1,6 +1,6 @@
 r"""The projection of many rows with fused CUDA kernels: a few passes over
 the rows' memory, where the array code of
-:mod:`nmfsc.gpu_backend.projection` makes about ten per Hoyer pass.
+:mod:`nmfsc.gpu_backend.device_projection` makes about ten per Hoyer pass.
 
 The kernels (:mod:`nmfsc.gpu_backend.cuda_kernels`, Numba CUDA) read CuPy's
 arrays in place (``__cuda_array_interface__``) and run on CuPy's current
@@ -44,7 +44,7 @@ give an accurate result (nearly equal entries on its support:
 :func:`~nmfsc.gpu_backend.thresholds.condition_parts`), is projected by
 the CPU kernel (copied to the host and back), and a row at sparseness 1
 gets :math:`L_2` at its first largest entry. The result is that of
-:func:`~nmfsc.gpu_backend.projection.project_rows` to rounding (the sums
+:func:`~nmfsc.gpu_backend.device_projection.project_rows` to rounding (the sums
 are added in another order).
 """
 
@@ -220,7 +220,7 @@ def release_workspaces():
     """Drop the workspaces this host thread keeps (:func:`_workspace`),
     their memory going back to CuPy's pool: at the end of a run and of a
     public projection
-    (:func:`nmfsc.gpu_backend.projection.release_fused_workspaces`).
+    (:func:`nmfsc.gpu_backend.device_projection.release_fused_workspaces`).
     Other threads' workspaces stay, for their runs."""
     me = threading.get_ident()
     with _WORKSPACES_LOCK:
@@ -263,7 +263,7 @@ def project_rows_fused(
     check_every=CHECK_EVERY,
     info=None,
 ):
-    """:func:`nmfsc.gpu_backend.projection.project_rows` by the fused
+    """:func:`nmfsc.gpu_backend.device_projection.project_rows` by the fused
     kernels: ``(S, finite)``, S of X's shape in ``dtype`` (float64 by
     default; the kernels compute each entry in float64 and store it
     rounded once), NaN in the rows that are not finite, ``finite`` a

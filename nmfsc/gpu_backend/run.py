@@ -22,7 +22,7 @@ import numpy as np
 
 from nmfsc._array_api import namespace, to_host
 from nmfsc.gpu_backend.arrays import check_device_data
-from nmfsc.gpu_backend.projection import release_fused_workspaces
+from nmfsc.gpu_backend.device_projection import release_fused_workspaces
 from nmfsc.gpu_backend.steps import DeviceData
 from nmfsc.solvers.checkpoint import save_checkpoint
 from nmfsc.solvers.framework import Run

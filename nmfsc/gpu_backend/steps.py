@@ -8,7 +8,7 @@ sweeps are :func:`~nmfsc.gpu_backend.sweeps.sweep_rows`, and
 :class:`~nmfsc.solvers.coefficients.CoefficientSteps`, whose H step is
 DeviceHoyerSteps's) and computes them with the array namespace ``xp`` of the data (CuPy on a GPU,
 NumPy in the tests): the products by ``xp.matmul`` (cuBLAS), the
-projection by :func:`~nmfsc.gpu_backend.projection.project_rows`. From the
+projection by :func:`~nmfsc.gpu_backend.device_projection.project_rows`. From the
 same start they give the same iterates as the CPU to rounding (the CPU's
 kernels sum in another order), so the float64 objective histories agree to
 about 1e-12 relative.
@@ -20,7 +20,7 @@ import numpy as np
 
 from nmfsc._kernels.rowblocks import RULE_NONNEG, RULE_SCALED, RULE_UNIT
 from nmfsc.gpu_backend.arrays import inner, stepped
-from nmfsc.gpu_backend.projection import project_rows
+from nmfsc.gpu_backend.device_projection import project_rows
 from nmfsc.gpu_backend.sweeps import sweep_rows, unit_rows
 from nmfsc.solvers.accelerated import SWEEP_DELTA, AcceleratedSteps
 from nmfsc.solvers.coefficients import CoefficientSteps

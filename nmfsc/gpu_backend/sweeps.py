@@ -27,7 +27,7 @@ D of the block's rows before it, and after the block
 :math:`R \mathrel{+}= G_{:,\mathrm{block}} D`. The rows are processed one
 at a time (each reads the changes before it): each row costs a few
 reductions of length n, the projection of a one-row matrix
-(:func:`~nmfsc.gpu_backend.projection.project_rows`) and one transfer of
+(:func:`~nmfsc.gpu_backend.device_projection.project_rows`) and one transfer of
 four scalars to the host for the acceptance test; the update of R after a
 block is one product (cuBLAS on a GPU). G (M x M) is copied to the host
 once per sweep call for its scalars.
@@ -39,7 +39,7 @@ import numpy as np
 
 from nmfsc._array_api import to_host
 from nmfsc._kernels.rowblocks import BLOCK, RULE_NONNEG, RULE_SCALED, RULE_UNIT
-from nmfsc.gpu_backend.projection import project_rows
+from nmfsc.gpu_backend.device_projection import project_rows
 from nmfsc.solvers.accelerated import sweep
 
 __all__ = ["HOST_ENTRIES", "sweep_rows", "unit_rows"]

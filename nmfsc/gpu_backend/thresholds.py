@@ -1,5 +1,5 @@
 """Each row's threshold, by Hoyer's passes or by a sort, in array code
-(CuPy or NumPy): the formulas of :mod:`nmfsc.gpu_backend.projection`'s
+(CuPy or NumPy): the formulas of :mod:`nmfsc.gpu_backend.device_projection`'s
 docstring. Used by the array code's projection and, for the rows whose
 passes do not settle, by the fused kernels' (:mod:`nmfsc.gpu_backend.fused`).
 """

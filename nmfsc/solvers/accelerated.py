@@ -60,8 +60,8 @@ import itertools
 import numpy as np
 
 from nmfsc._blocked import PARALLEL_ENTRIES, gram_rows, in_groups, matmul_columns
-from nmfsc._kernels import projection as _proj
 from nmfsc._kernels import rowblocks as _rb
+from nmfsc._kernels import sparse_projection as _proj
 from nmfsc._threads import run_groups, split, threads
 from nmfsc.solvers._objective import expanded_objective
 from nmfsc.solvers.hoyer import HoyerSteps

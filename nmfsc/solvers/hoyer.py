@@ -53,7 +53,7 @@ from numpy.typing import ArrayLike
 
 from nmfsc._blocked import gram_rows, in_groups, matmul_columns
 from nmfsc._kernels import bracket as _bracket
-from nmfsc._kernels import projection as _proj
+from nmfsc._kernels import sparse_projection as _proj
 from nmfsc._parameters import check
 from nmfsc.backends import backend_for
 from nmfsc.observed import Observed

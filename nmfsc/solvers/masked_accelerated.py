@@ -90,7 +90,7 @@ from __future__ import annotations
 import numpy as np
 
 from nmfsc._kernels import masked_rows as _mr
-from nmfsc._kernels import projection as _proj
+from nmfsc._kernels import sparse_projection as _proj
 from nmfsc.solvers._data import inner
 from nmfsc.solvers.accelerated import (
     SWEEP_DELTA,

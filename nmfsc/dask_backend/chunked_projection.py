@@ -1,7 +1,7 @@
 r"""Hoyer's projection of the rows of a chunked M x T array, each pass one reduction.
 
 Every row x of the trial H is projected onto s >= 0, sum(s) = l1, ||s||_2 = l2
-(the problem of :mod:`nmfsc._kernels.projection`). With rho = l1 / l2, the
+(the problem of :mod:`nmfsc._kernels.sparse_projection`). With rho = l1 / l2, the
 answer is l2 u, u the projection for (rho, 1). The kernel's passes keep a
 support S = {y >= lo} (y = x) of k entries and, with
 
