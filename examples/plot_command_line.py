@@ -14,6 +14,7 @@ times depend on the machine.
 """
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -42,7 +43,9 @@ env = dict(os.environ, PYTHONPATH=str(Path(nmfsc.__file__).parents[1]))
 
 def nmfsc_command(*args):
     """Run ``python -m nmfsc ARGS`` in the temporary folder; print the command line."""
-    print(" \\\n      ".join(textwrap.wrap("$ nmfsc " + " ".join(args), 76)))
+    line = "$ nmfsc " + " ".join(args)
+    wrapped = textwrap.wrap(line, 76, break_on_hyphens=False, break_long_words=False)
+    print(" \\\n      ".join(wrapped))
     return subprocess.run(
         [sys.executable, "-m", "nmfsc", *args],
         cwd=workdir.name,
@@ -77,8 +80,9 @@ def show_markdown(text):
 
 
 # %%
-# ``nmfsc compare``: three methods from the same start (seed 0), 300 iterations
-# at most, nmf_sc's basis held at sparseness 0.8. The report goes to stdout
+# ``nmfsc compare``: three methods from the same start (seed 0), each run until
+# its objective falls by less than ``--tol 1e-5`` (relative) over 10 iterations,
+# nmf_sc's basis held at sparseness 0.8. The report goes to stdout
 # (Markdown), the files to ``--out``, the progress bars and a last line to
 # stderr.
 
@@ -95,8 +99,8 @@ compare = nmfsc_command(
     "local_nmf",
     "--seeds",
     "0",
-    "--max-iter",
-    "300",
+    "--tol",
+    "1e-5",
     "--out",
     "swimmer-report",
     "--no-progress",
@@ -115,12 +119,14 @@ report = Path(workdir.name) / "swimmer-report"
 written = sorted(p.name for p in report.iterdir() if not p.name.startswith("."))
 show("swimmer-report/ holds: " + ", ".join(written))
 
-# What the text claims, checked: the command succeeded, nmf_sc's basis is at
-# the requested sparseness, and the report holds the bases figure shown below.
+# What the text claims, checked: the command succeeded, every run stopped by
+# its tolerance (none by the iteration limit), nmf_sc's basis is at the
+# requested sparseness, and the report holds the bases figure shown below.
 assert compare.returncode == 0, compare.stderr
 with open(report / "report.csv", newline="", encoding="utf-8") as f:
     runs = {row["method"]: row for row in csv.DictReader(f)}
 assert set(runs) == {"nmf_sc", "nmf_euclidean", "local_nmf"}, runs
+assert all(row["stop_reason"] == "tol" for row in runs.values()), runs
 assert abs(float(runs["nmf_sc"]["sparseness_W"]) - 0.8) < 1e-3, runs["nmf_sc"]
 assert (report / "bases.png").is_file() and (report / "report.md").is_file()
 
@@ -136,7 +142,7 @@ plt.show()
 
 # %%
 # ``nmfsc fit``: nmf_sc alone, saved as one ``.npz`` file. The summary line
-# goes to stdout; the warning that the iteration limit stopped the run, and
+# goes to stdout (the run converged: stopped by its tolerance, 1e-5 by default);
 # ``wrote FILE``, to stderr.
 
 fit = nmfsc_command(
@@ -146,8 +152,6 @@ fit = nmfsc_command(
     "17",
     "--sparseness-w",
     "0.8",
-    "--max-iter",
-    "300",
     "--out",
     "swimmer-fit.npz",
     "--no-progress",
@@ -158,8 +162,10 @@ assert fit.returncode == 0, fit.stderr
 
 with np.load(Path(workdir.name) / "swimmer-fit.npz", allow_pickle=False) as saved:
     W, H = saved["W"], saved["H"]
-print(f"\nnp.load('swimmer-fit.npz'): W {W.shape}, H {H.shape}")
+    record = json.loads(saved["record"][()])  # the run's record, a JSON string
+print(f"\nnp.load('swimmer-fit.npz'): W {W.shape}, H {H.shape}, stop {record['stop_reason']!r}")
 assert W.shape == (1024, 17) and H.shape == (17, 256)
+assert record["stop_reason"] == "tol" and record["converged"], record
 
 # %%
 # Bad input stops at once, with one line and exit status 2.
