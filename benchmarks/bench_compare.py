@@ -24,6 +24,7 @@ for both (a round times both, so they are interleaved), after a warm-up.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import platform
 import time
@@ -32,8 +33,9 @@ import warnings
 import numpy as np
 
 import nmfsc
-from nmfsc.comparison._methods import NMFSC_METHODS, sklearn_available, starting_point
+from nmfsc.comparison import starting_point
 from nmfsc.datasets import bars
+from nmfsc.solvers.registry import compared_solvers, solver
 
 TARGET = 0.05
 
@@ -49,6 +51,11 @@ def machine():
         f"{cpu}, {os.cpu_count()} logical cores, Python {platform.python_version()}, "
         f"numpy {np.__version__}, {platform.system()} {platform.release()}"
     )
+
+
+def sklearn_available():
+    """Whether scikit-learn is installed (``compare`` then runs its methods too)."""
+    return importlib.util.find_spec("sklearn") is not None
 
 
 def sklearn_fit(V, M, start, n_iter, alpha=0.0, solver="cd", penalty=None):
@@ -68,23 +75,28 @@ def sklearn_fit(V, M, start, n_iter, alpha=0.0, solver="cd", penalty=None):
     model.fit_transform(V.T, W=H0.T.copy(), H=W0.T.copy())
 
 
+def own_keywords(spec, settings):
+    """The solver's own settings as ``compare`` passes them: the sparseness to a
+    solver that takes it, the L1 weight to one whose only keyword is ``alpha``."""
+    if "sparseness_w" in spec.keywords:
+        return {"sparseness_w": settings["sparseness_w"]}
+    return {"alpha": settings["sparse_nmf_alpha"]} if spec.keywords == ("alpha",) else {}
+
+
 def solvers_alone(V, M, result, settings):
     """Seconds of every solver call of ``result``, each run alone from the same start."""
     seed = settings["seeds"][0]
     start = starting_point(V, M, seed)
     budget = {"max_iter": settings["max_iter"], "tol": settings["tol"]}
-    params = {
-        "nmf_sc": {"sparseness_w": settings["sparseness_w"]},
-        "sparse_nmf": {"alpha": settings["sparse_nmf_alpha"]},
-    }
     rows = {r["method"]: r for r in result.rows}
     total = 0.0
     warnings.simplefilter("ignore")
     for method in rows:
         t0 = time.perf_counter()
-        if method in NMFSC_METHODS:
-            getattr(nmfsc, method)(
-                V, M, W_init=start[0], H_init=start[1], **budget, **params.get(method, {})
+        if method in compared_solvers():
+            spec = solver(method)  # a variant of nmf_sc runs as nmf_sc(solver=...)
+            spec.run(
+                V, M, W_init=start[0], H_init=start[1], **budget, **own_keywords(spec, settings)
             )
         elif method in ("sklearn_mu", "sklearn_cd"):
             sklearn_fit(V, M, start, rows[method]["n_iter"], solver=method[-2:])

@@ -178,6 +178,18 @@ def cpu_target():
 _WIDE_FEATURES = ("avx512", "avx10", "amx")
 
 
+def numpy_dispatch():
+    """The CPU features numpy was built to dispatch to at run time, found on this
+    CPU or not (``numpy.show_config``'s SIMD extensions; numpy >= 1.26). Empty,
+    with a warning, where numpy does not say: its own dispatch then stays on."""
+    try:
+        simd = np.show_config(mode="dicts")["SIMD Extensions"]
+    except (TypeError, KeyError):  # numpy < 1.26: no mode="dicts"
+        print("numpy does not list its dispatch targets: its AVX-512 stays on", file=sys.stderr)
+        return []
+    return [*simd.get("found", []), *simd.get("not found", [])]
+
+
 def avx2_environment(environ=os.environ):
     """The environment that makes the kernels and numpy run AVX2 code on an
     AVX-512 host: ``NUMBA_CPU_NAME=haswell``, ``NUMBA_CPU_FEATURES`` the host's
@@ -186,11 +198,6 @@ def avx2_environment(environ=os.environ):
     with a message on a CPU without AVX2."""
     import llvmlite.binding as llvm
 
-    try:
-        from numpy._core import _multiarray_umath
-    except ImportError:  # numpy < 2
-        from numpy.core import _multiarray_umath
-
     host = llvm.get_host_cpu_features()
     if not host.get("avx2", False):
         raise SystemExit("bench_projection.py: --avx2 needs a CPU with AVX2; this one has none")
@@ -198,9 +205,7 @@ def avx2_environment(environ=os.environ):
         ("+" if on and not name.startswith(_WIDE_FEATURES) else "-") + name
         for name, on in sorted(host.items())
     )
-    numpy_wide = [
-        name for name in _multiarray_umath.__cpu_dispatch__ if name.startswith(("AVX512", "X86_V4"))
-    ]
+    numpy_wide = [name for name in numpy_dispatch() if name.startswith(("AVX512", "X86_V4"))]
     env = dict(environ, NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES=features)
     if numpy_wide:
         env["NPY_DISABLE_CPU_FEATURES"] = " ".join(numpy_wide)

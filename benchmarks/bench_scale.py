@@ -32,13 +32,14 @@ float32
     memory and run in turn (``--repeats`` runs of K iterations each, float64
     then float32, so that both see the same load; the best run of each is
     shown, all are printed): time per iteration, and the part of it spent in
-    the projection of H's rows (nmf_sc's ``_Projector.rows``, timed around the
-    kernel call), and tracemalloc peaks (V, 2.3 GB / 1.15 GB, not counted) of
-    the iterations (from the end of iteration 1 to the end of 3) and of the
-    whole call (which adds the start's exact objective and, in float64, the
-    result's ``relative_error = ||V - W H|| / ||V||``, computed as before from
-    N x T temporaries so that float64 results keep their bits). Targets:
-    float32 >= 1.5x faster, <= 0.5x the memory.
+    the projection of H's rows (nmf_sc's ``_Projector.step_rows``, timed around
+    the kernel call, which forms each trial row as it projects it), and
+    tracemalloc peaks (V, 2.3 GB / 1.15 GB, not counted) of the iterations
+    (from the end of iteration 1 to the end of 3) and of the whole call (which
+    adds the start's exact objective and, in float64, the result's
+    ``relative_error = ||V - W H|| / ||V||``, computed as before from N x T
+    temporaries so that float64 results keep their bits). Targets: float32 >=
+    1.5x faster, <= 0.5x the memory.
 
 init
     Iterations and time until the paper-mode stopping rule (relative change
@@ -200,23 +201,24 @@ def natural_like(N_half, T, rng, dtype):
 
 
 def _projection_clock():
-    """Wrap nmf_sc's row projector so that its seconds are summed (the kernel's
-    share of an iteration); returns (the dict of the sum, a restore function)."""
+    """Wrap the projection of nmf_sc's line-search trials (its row projector's
+    ``step_rows``) so that its seconds are summed (the kernel's share of an
+    iteration); returns (the dict of the sum, a restore function)."""
     from nmfsc.solvers import hoyer
 
     projector = hoyer._Projector
-    original = projector.rows
+    original = projector.step_rows
     spent = {"s": 0.0}
 
-    def rows(self, X, l2=None):
+    def step_rows(self, *args, **kwargs):
         t0 = time.perf_counter()
         try:
-            return original(self, X, l2)
+            return original(self, *args, **kwargs)
         finally:
             spent["s"] += time.perf_counter() - t0
 
-    projector.rows = rows
-    return spent, lambda: setattr(projector, "rows", original)
+    projector.step_rows = step_rows
+    return spent, lambda: setattr(projector, "step_rows", original)
 
 
 def _iteration_peak(V, M, options):

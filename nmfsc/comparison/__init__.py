@@ -9,7 +9,7 @@ and ``_plots`` (the figures, written atomically by
 """
 
 from nmfsc.comparison._api import compare
-from nmfsc.comparison._methods import METHODS
+from nmfsc.comparison._methods import METHODS, starting_point
 from nmfsc.comparison._result import Comparison
 
-__all__ = ["METHODS", "Comparison", "compare"]
+__all__ = ["METHODS", "Comparison", "compare", "starting_point"]
