@@ -5,6 +5,7 @@ Build it with ``python -m sphinx -b html docs docs/_build/html`` (CI adds
 ``-D plot_gallery=0`` skips running it while you edit prose.
 """
 
+import logging
 import os
 import re
 import sys
@@ -58,6 +59,7 @@ version = release
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",  # links to numpy, scipy, scikit-learn, Dask, matplotlib
     "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",  # a [source] link beside every documented object
     "numpydoc",
@@ -84,6 +86,37 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 add_module_names = False
+
+# --- links to other projects' documentation (intersphinx) ---------------------------------
+# Each project's inventory is read from its site and, where that cannot be reached (no
+# network: CI, a clone offline), from the copy in docs/_intersphinx/, so that an offline
+# build links the same names and passes with -W. The copies come from Debian's
+# documentation packages (python-scipy-doc 1.10.1-2, python-sklearn-doc 1.2.1+dfsg-1,
+# python-dask-doc 2022.12.1+dfsg-2: usr/share/doc/<package>/html/objects.inv); an older
+# inventory than the installed library's still links every name that kept its page.
+# numpy and matplotlib have no such package, so they have no copy here: online their
+# names link, offline they stay plain text (_quiet_unreachable_inventory). To add a copy,
+# save <url>objects.inv as docs/_intersphinx/<name>-objects.inv.
+INTERSPHINX = DOCS / "_intersphinx"
+_INVENTORY_SITES = {
+    "numpy": "https://numpy.org/doc/stable/",
+    "scipy": "https://docs.scipy.org/doc/scipy/",
+    "sklearn": "https://scikit-learn.org/stable/",
+    "dask": "https://docs.dask.org/en/stable/",
+    "matplotlib": "https://matplotlib.org/stable/",
+}
+intersphinx_mapping = {
+    name: (url, (None, str(INTERSPHINX / f"{name}-objects.inv")))
+    if (INTERSPHINX / f"{name}-objects.inv").is_file()
+    else (url, None)
+    for name, url in _INVENTORY_SITES.items()
+}
+intersphinx_timeout = 10
+# The sites without a copy: offline, their inventory's failure is a line of the log, not
+# a warning that -W makes fatal (any other inventory failure still is one).
+_ONLINE_ONLY_INVENTORIES = tuple(
+    url for url, local in intersphinx_mapping.values() if local is None
+)
 
 # --- the gallery --------------------------------------------------------------------------
 sphinx_gallery_conf = {
@@ -112,12 +145,95 @@ sphinx_gallery_conf = {
     "reset_modules": ("matplotlib",),
 }
 
+
+# Gallery thumbnails. The gallery shows each example's thumbnail in a 160 x 112 px box;
+# a figure of many panels, shrunk whole into it, is a strip nobody can read (the
+# measure's 7 panels in 1300 x 240 px came out 160 x 30). For those examples the
+# thumbnail is made of the panels that tell the story, cut from the figure (its number,
+# from 1) and laid out in rows: each box is (left, top, right, bottom) as fractions of
+# the figure. The boxes follow each example's figure layout: redraw the figure, check
+# its thumbnail (docs/_build/html/_images/sphx_glr_<example>_thumb.png).
+def _panel(column, columns, top=0.0, bottom=1.0):
+    return (column / columns, top, (column + 1) / columns, bottom)
+
+
+THUMBNAILS = {
+    # one spike ... uniform noise, constant: 6 of the 7 bar charts, in two rows
+    "plot_sparseness_measure": (
+        1,
+        [[_panel(i, 7) for i in range(3)], [_panel(i, 7) for i in range(3, 6)]],
+    ),
+    # plain NMF's global faces beside the local patches of sW = 0.75
+    "plot_orl_sparseness_sweep": (1, [[(0.0, 0.03, 0.5, 0.51), (0.5, 0.51, 1.0, 1.0)]]),
+    # ON weights, 4 x 4 filters each: plain NMF's blobs beside nmf_sc's oriented filters
+    "plot_natural_on_off": (1, [[(0.023, 0.06, 0.185, 0.275), (0.514, 0.06, 0.676, 0.275)]]),
+    # the bases nmf_sc learns on swimmer: its limbs
+    "plot_command_line": (1, [[(0.0, 0.1, 0.34, 1.0)]]),
+    # nmf_sc's and Euclidean NMF's bases, side by side
+    "plot_compare_methods": (1, [[(0.0, 0.0, 1.0, 0.5)]]),
+    # each basis vector's sparseness: fixed by nmf_sc, spread by the L1 penalty
+    "plot_l1_versus_constraint": (1, [[(0.506, 0.0, 1.0, 0.52)]]),
+    # the memory of V: dense float64, CSR, dense float32
+    "plot_scale": (1, [[(0.487, 0.0, 1.0, 1.0)]]),
+}
+
+
+def _thumbnail_from_panels(figure, rows, out, size):
+    """Write to ``out`` the panels ``rows`` of the image ``figure``, laid out in rows
+    with a white gap between them and fitted into ``size`` (sphinx-gallery's
+    thumbnail_size) as sphinx-gallery fits a whole figure."""
+    import tempfile
+
+    from PIL import Image
+    from sphinx_gallery.utils import scale_image
+
+    image = Image.open(figure).convert("RGB")
+    w, h = image.size
+    crops = [
+        [
+            image.crop((round(x0 * w), round(y0 * h), round(x1 * w), round(y1 * h)))
+            for x0, y0, x1, y1 in row
+        ]
+        for row in rows
+    ]
+    gap = max(c.width for row in crops for c in row) // 12
+    widths = [sum(c.width for c in row) + gap * (len(row) - 1) for row in crops]
+    heights = [max(c.height for c in row) for row in crops]
+    sheet = Image.new("RGB", (max(widths), sum(heights) + gap * (len(rows) - 1)), "white")
+    y = 0
+    for row, row_height in zip(crops, heights, strict=True):
+        x = 0
+        for crop in row:
+            sheet.paste(crop, (x, y))
+            x += crop.width + gap
+        y += row_height + gap
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "panels.png"
+        sheet.save(path)
+        scale_image(path, out, *size)
+
+
+def _gallery_thumbnails(app):
+    images = Path(app.srcdir) / sphinx_gallery_conf["gallery_dirs"] / "images"
+    size = app.config.sphinx_gallery_conf["thumbnail_size"]
+    for example, (number, rows) in THUMBNAILS.items():
+        figure = images / f"sphx_glr_{example}_{number:03d}_2_00x.png"  # the 2x image
+        if not figure.is_file():
+            figure = images / f"sphx_glr_{example}_{number:03d}.png"
+        if figure.is_file():  # not without plot_gallery, nor for a failed example
+            _thumbnail_from_panels(
+                figure, rows, images / "thumb" / f"sphx_glr_{example}_thumb.png", size
+            )
+
+
 # --- HTML ---------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = f"nmfsc {release}"
 html_theme_options = {
     # One search control (the field in the navbar), and short labels in one row.
     "navbar_end": ["theme-switcher"],
+    # Install, Tutorial, Gallery, Explorer, Figures (the paper's) and API in the bar
+    # (index.md's first, hidden, table of contents); the guides under "More".
     "header_links_before_dropdown": 6,
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
@@ -268,7 +384,69 @@ def _drop_cdn_stylesheet(app, docname, source):
         source[0] = _ICON.sub(lambda m: _ANIMATION_ICONS.get(m.group(1), m.group(0)), text)
 
 
+# Offline, an inventory with no copy in docs/_intersphinx/ cannot be read: intersphinx
+# logs that as a warning, made an info line here for those sites only.
+class _QuietUnreachableInventory(logging.Filter):
+    def filter(self, record):
+        if (
+            record.levelno == logging.WARNING
+            and "failed to reach any of the inventories" in str(record.msg)
+            and any(url in str(record.args) for url in _ONLINE_ONLY_INVENTORIES)
+        ):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+def _quiet_unreachable_inventory():
+    logger = logging.getLogger("sphinx.sphinx.ext.intersphinx")
+    if not any(type(f).__name__ == "_QuietUnreachableInventory" for f in logger.filters):
+        logger.addFilter(_QuietUnreachableInventory())
+
+
+# Class pages document, and list in their Methods table, the public methods a class
+# defines or inherits (SparseNMF: get_params, set_params, set_output, ... from
+# scikit-learn), except those of Python's exception classes (with_traceback, add_note)
+# and scikit-learn's metadata routing (set_fit_request, get_metadata_routing, ...),
+# which SparseNMF does not use: its fit takes no sample weights or other metadata.
+_METADATA_ROUTING = re.compile(r"set_\w+_request|get_metadata_routing")
+
+
+def _skip_member(app, what, name, obj, skip, options):
+    if _METADATA_ROUTING.fullmatch(name):
+        return True
+    owner = getattr(obj, "__objclass__", None)  # a method of a built-in class
+    if owner is not None and owner.__module__ == "builtins" and not name.startswith("_"):
+        return True
+    return None
+
+
+# A method inherited from scikit-learn links its user guide with :ref:; a label that
+# the loaded scikit-learn inventory lacks (the offline copy is of an older release)
+# becomes plain text rather than an undefined label, which -W makes fatal.
+_REF = re.compile(r":ref:`([^`<]*?)\s*<([^`>]+)>`|:ref:`([^`<]+)`")
+
+
+def _sklearn_refs(app, what, name, obj, options, lines):
+    if not getattr(obj, "__module__", "").startswith("sklearn"):
+        return
+    inventory = getattr(app.env, "intersphinx_named_inventory", {}).get("sklearn", {})
+    labels = inventory.get("std:label", {})
+
+    def keep_or_flatten(match):
+        text, label, bare = match.groups()
+        if (label or bare) in labels:
+            return match.group(0)
+        return text if label else "the scikit-learn documentation"
+
+    lines[:] = [_REF.sub(keep_or_flatten, line) for line in lines]
+
+
 def setup(app):
+    _quiet_unreachable_inventory()
+    app.connect("autodoc-skip-member", _skip_member)
+    # after sphinx-gallery has run the examples and drawn its thumbnails (priority 500)
+    app.connect("builder-inited", _gallery_thumbnails, priority=600)
+    app.connect("autodoc-process-docstring", _sklearn_refs)
     app.connect("source-read", _drop_cdn_stylesheet)
     app.connect("source-read", _read_reproduction)
     app.connect("source-read", _write_settings)

@@ -24,6 +24,12 @@ class DataFileError(ValueError):
     The message is a single line that names the file and, for a bad value, its
     position; the command line prints it and exits with status 2.
 
+    See Also
+    --------
+    read_matrix : Reads the data file and raises this error.
+    compare : Compares methods on the data read.
+    nmfsc.datasets.DataError : The error of the paper's data sets.
+
     Examples
     --------
     >>> import tempfile

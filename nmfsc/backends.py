@@ -74,6 +74,12 @@ class Backend:
         The expression that brings its array ``X`` into memory, for
         messages (``"X.compute()"``, ``"cupy.asnumpy(X)"``).
 
+    See Also
+    --------
+    register_backend : Registers one.
+    backend_for, backend_named : Find a registered one.
+    backends : The registered ones.
+
     Examples
     --------
     A backend for a kind of data of one's own (here not registered, and its
@@ -138,6 +144,11 @@ def register_backend(backend: Backend) -> None:
     """Register ``backend`` (replacing one of the same name); its package calls
     this when it is imported.
 
+    See Also
+    --------
+    Backend : What it registers.
+    backends : The registered backends.
+
     Examples
     --------
     What importing ``nmfsc.gpu_backend`` does (here registering the GPU
@@ -152,6 +163,11 @@ def register_backend(backend: Backend) -> None:
 def backends() -> tuple[Backend, ...]:
     """The registered backends, in the order they registered.
 
+    See Also
+    --------
+    register_backend : Adds one.
+    backend_for, backend_named : Find one.
+
     Examples
     --------
     >>> import nmfsc
@@ -164,6 +180,11 @@ def backends() -> tuple[Backend, ...]:
 
 def backend_for(V: Any) -> Backend | None:
     """The registered backend that accepts V, or None for in-memory data.
+
+    See Also
+    --------
+    backend_named : The backend of a name.
+    backends : The registered backends.
 
     Examples
     --------
@@ -180,6 +201,11 @@ def backend_for(V: Any) -> Backend | None:
 
 def backend_named(name: str) -> Backend:
     """The registered backend called ``name``; a ValueError names the others.
+
+    See Also
+    --------
+    backend_for : The backend that accepts a data matrix.
+    backends : The registered backends.
 
     Examples
     --------

@@ -150,6 +150,13 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         The full result of :func:`nmfsc.nmf_sc` (objective history, times,
         achieved sparseness, stop reason, ...).
 
+    See Also
+    --------
+    nmf_sc : The function it calls: the paper's orientation, V ~ W H.
+    NMFResult : The full record of the fit (``result_``).
+    compare : SparseNMF's solver and standard NMF side by side.
+    sklearn.decomposition.NMF : scikit-learn's NMF, with L1/L2 penalties instead of constraints.
+
     Notes
     -----
     ``transform(X)`` finds coefficients for new data with ``components_``
@@ -187,6 +194,11 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     a GPU needs CuPy data. ``missing_values`` and the NNDSVD starts do not
     run there (a one-line error says what to do); ``init="custom"`` takes
     ``W`` and ``H`` as NumPy or CuPy arrays.
+
+    References
+    ----------
+    P. O. Hoyer, "Non-negative matrix factorization with sparseness
+    constraints", JMLR 5:1457-1469, 2004.
 
     Examples
     --------

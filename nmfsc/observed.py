@@ -33,6 +33,11 @@ class Observed:
         The stored entries of a scipy.sparse V (explicit zeros included) are
         the observed ones, and nothing is made dense.
 
+    See Also
+    --------
+    nmfsc.nmf_sc : Its ``mask`` parameter takes one (the other solvers' too).
+    nmfsc.SparseNMF : Its ``missing_values=np.nan`` fits the observed entries.
+
     Examples
     --------
     >>> import numpy as np

@@ -65,6 +65,10 @@ def grid_shape(n_tiles, n_cols=None):
     (int, int)
         ``(n_rows, n_cols)`` with ``n_rows = ceil(n_tiles / n_cols)``.
 
+    See Also
+    --------
+    tile_images : Arranges tiles in this grid.
+
     Examples
     --------
     >>> from nmfsc.plotting import grid_shape
@@ -129,6 +133,11 @@ def tile_images(W, image_shape, n_cols=None, normalize="l2", border=1, signed=Fa
     ValueError
         If W is not 2-D, has the wrong number of rows, has negative entries
         while ``signed`` is False, or an argument is out of range.
+
+    See Also
+    --------
+    plot_basis : Draws the mosaic.
+    grid_shape : The grid it uses.
 
     Examples
     --------
@@ -251,6 +260,12 @@ def plot_basis(
     matplotlib.axes.Axes
         The axes, holding one image (``ax.images[0]``).
 
+    See Also
+    --------
+    tile_images : The mosaic it draws.
+    plot_on_off : The three panels of a natural-image basis.
+    save_figure : Writes the figure as PNG and PDF.
+
     Examples
     --------
     >>> import numpy as np
@@ -312,6 +327,12 @@ def plot_on_off(
     list of matplotlib.axes.Axes
         The ON, OFF and ON-minus-OFF axes.
 
+    See Also
+    --------
+    plot_basis : One grid of basis images.
+    nmfsc.datasets.load_natural : The data such a basis is learned from.
+    nmfsc.orientation : The score of these filters.
+
     Examples
     --------
     >>> import numpy as np
@@ -369,6 +390,15 @@ def plot_sparseness_bars(vectors, sparseness_values=None, axes=None):
     list of matplotlib.axes.Axes
         One axes per vector; element ``i`` of vector ``k`` is bar ``i``.
 
+    See Also
+    --------
+    nmfsc.sparseness : The sparseness in each title.
+
+    References
+    ----------
+    P. O. Hoyer, "Non-negative matrix factorization with sparseness
+    constraints", JMLR 5:1457-1469, 2004.
+
     Examples
     --------
     >>> from nmfsc.plotting import plot_sparseness_bars
@@ -420,6 +450,15 @@ def plot_passes(dims, mean, lo, hi, ax=None):
     -------
     matplotlib.axes.Axes
         With three lines: mean, min, max (in that order).
+
+    See Also
+    --------
+    nmfsc.project : The projection whose passes are counted.
+
+    References
+    ----------
+    P. O. Hoyer, "Non-negative matrix factorization with sparseness
+    constraints", JMLR 5:1457-1469, 2004.
 
     Examples
     --------
@@ -478,6 +517,10 @@ def save_figure(fig, path_without_suffix, dpi=150, formats=("png", "pdf")):
     tuple of pathlib.Path
         One path per format. A PDF has no creation date: the same figure
         gives the same bytes.
+
+    See Also
+    --------
+    matplotlib.figure.Figure.savefig : What it calls for each format.
 
     Examples
     --------

@@ -238,6 +238,19 @@ def project(
     passes : int
         Only with ``return_passes=True``.
 
+    See Also
+    --------
+    project_batch : Every column or row of a matrix at one sparseness.
+    project_average : A sparseness held on average over the vectors.
+    l1_for_sparseness : The L1 norm of a sparseness.
+    sparseness : The sparseness of the result.
+    nmfsc.plotting.plot_passes : Its passes against the dimension (Figure 6).
+
+    References
+    ----------
+    P. O. Hoyer, "Non-negative matrix factorization with sparseness
+    constraints", JMLR 5:1457-1469, 2004.
+
     Examples
     --------
     >>> import numpy as np
@@ -360,6 +373,17 @@ def project_batch(
     S : ndarray of float64, same shape as X
     passes : ndarray of int64
         Only with ``return_passes=True``.
+
+    See Also
+    --------
+    project : One vector.
+    project_average : A sparseness held on average over the vectors.
+    sparseness : The sparseness of each projected vector.
+
+    References
+    ----------
+    P. O. Hoyer, "Non-negative matrix factorization with sparseness
+    constraints", JMLR 5:1457-1469, 2004.
 
     Examples
     --------
@@ -567,7 +591,9 @@ def project_average(
 
     See Also
     --------
-    project_batch : every vector at the same sparseness.
+    project_batch : Every vector at the same sparseness.
+    project : One vector.
+    nmf_sc : Its ``average_sparseness=True`` uses this projection.
 
     Notes
     -----
@@ -627,6 +653,12 @@ def project_average(
     float64 precision, the margins :math:`x_{ij} - \tau_i` taken about each
     support's own mean (never as :math:`S_2 - 2 \tau S_1 + p \tau^2`). The
     kernel is :mod:`nmfsc._kernels.grouped`.
+
+    References
+    ----------
+    R. Ohib, N. Gillis et al., "Explicit group sparse projection with
+    applications to deep learning and NMF", Transactions on Machine
+    Learning Research, 2022.
 
     Examples
     --------

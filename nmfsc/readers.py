@@ -53,7 +53,7 @@ def read_matrix(
     path : str or os.PathLike
         A ``.npy`` file (a 2-D numeric array); a ``.npz`` archive (its only
         array, or the one named ``key``, or a sparse matrix saved by
-        ``scipy.sparse.save_npz``); a ``.csv`` or ``.tsv`` file of numbers
+        :func:`scipy.sparse.save_npz`); a ``.csv`` or ``.tsv`` file of numbers
         (a first row whose cells are all non-numeric is taken as a header and
         skipped); a Matrix Market ``.mtx`` file; or a folder of PNG, PGM or JPEG
         images of one size (each image, converted to greyscale floats in [0, 1],
@@ -78,7 +78,7 @@ def read_matrix(
         The data, features x samples: float32 when the file holds float32
         (the solvers then compute and return W and H in float32), else
         float64. A Matrix Market file (and a
-        ``scipy.sparse.save_npz`` archive) stays sparse: a CSR matrix (CSC
+        :func:`scipy.sparse.save_npz` archive) stays sparse: a CSR matrix (CSC
         with ``samples_as_rows``), never made dense; every solver,
         :func:`nmfsc.compare` and the command line take it as it is.
     image_shape : tuple of int or None
@@ -96,6 +96,11 @@ def read_matrix(
         (unless ``missing_values``), images of different sizes, an array that is
         not 2-D or not real, NaN or infinite entries, negative entries (how
         many and where the first is) or an all-zero matrix.
+
+    See Also
+    --------
+    compare : Compare methods on the matrix read.
+    DataFileError : The error for a file it cannot use.
 
     Examples
     --------

@@ -85,6 +85,10 @@ def uniform_spread(image_shape: tuple[int, int]) -> float:
     ``sqrt((n^2 - 1) / 12)``; the spread adds the two axes' variances. It is the
     reference that :func:`~nmfsc.locality` divides by.
 
+    See Also
+    --------
+    nmfsc.locality : The score that compares a basis image's spread with it.
+
     Examples
     --------
     >>> import numpy as np
@@ -137,6 +141,13 @@ def locality(W: ArrayLike, image_shape: tuple[int, int]) -> NDArray[np.float64]:
         score is negative, down to about ``1 - sqrt(3)``, only when the energy
         is more dispersed than uniform, i.e. sits near opposite edges or
         corners. NaN for an all-zero column.
+
+    See Also
+    --------
+    orientation : The score of the natural-image filters.
+    summarize_scores : Mean, median, min and max of the scores.
+    nmfsc.scores.uniform_spread : The spread of a uniform image, the reference.
+    nmfsc.datasets.part_recovery : How well a basis recovers known parts.
 
     Notes
     -----
@@ -244,6 +255,12 @@ def orientation(
         a difference of Gaussians, exactly 0 up to rounding), about 0.1 for white
         noise on a 12 x 12 patch. NaN for an all-zero filter.
 
+    See Also
+    --------
+    locality : The score of the face bases.
+    summarize_scores : Mean, median, min and max of the scores.
+    nmfsc.plotting.plot_on_off : Draws the filters it scores.
+
     Notes
     -----
     Invariant to the filter's sign and scale (the power scales by ``c**2``), to
@@ -298,6 +315,11 @@ def summarize_scores(values: ArrayLike) -> dict[str, Any]:
         ``mean``, ``median``, ``min``, ``max`` (floats over the finite values;
         NaN if there are none), ``count`` (how many finite values) and
         ``n_undefined`` (how many NaN).
+
+    See Also
+    --------
+    locality, orientation : Per-vector scores to summarize.
+    sparseness_summary : The summaries of both factors' sparseness.
 
     Examples
     --------
@@ -366,6 +388,12 @@ def sparseness_summary(W: ArrayLike, H: ArrayLike) -> dict[str, dict[str, Any]]:
     ------
     ValueError
         If W or H is not 2-D, their inner sizes differ, or a vector has length 1.
+
+    See Also
+    --------
+    sparseness : The sparseness of each vector.
+    summarize_scores : The summary it uses.
+    NMFResult : Also holds the sparseness of its factors.
 
     Examples
     --------

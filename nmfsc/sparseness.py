@@ -61,6 +61,19 @@ def sparseness(x: ArrayLike, axis: int | None = None) -> float | NDArray[np.floa
         For vectors of length 1 and for all-zero vectors (the measure is 0/0
         there), for NaN or infinite entries, and for a wrong ``axis``/``ndim``.
 
+    See Also
+    --------
+    l1_for_sparseness : The L1 norm that gives a sparseness.
+    sparseness_for_l1 : The sparseness of an L1 norm (its inverse).
+    project : The closest vector of a given sparseness.
+    sparseness_summary : The sparseness of both factors of a fit.
+    nmfsc.plotting.plot_sparseness_bars : Vectors drawn with their sparseness (Figure 2).
+
+    References
+    ----------
+    P. O. Hoyer, "Non-negative matrix factorization with sparseness
+    constraints", JMLR 5:1457-1469, 2004.
+
     Examples
     --------
     >>> from nmfsc import sparseness
@@ -185,6 +198,17 @@ def l1_for_sparseness(
         For ``sparseness`` outside [0, 1], ``n < 1``, ``l2`` not finite and
         > 0, and an ``l2`` so large that ``l1`` would overflow to infinity.
 
+    See Also
+    --------
+    sparseness_for_l1 : Its inverse.
+    sparseness : The sparseness of a vector.
+    project : Projects onto the L1 and L2 norms it gives.
+
+    References
+    ----------
+    P. O. Hoyer, "Non-negative matrix factorization with sparseness
+    constraints", JMLR 5:1457-1469, 2004.
+
     Examples
     --------
     >>> from nmfsc import l1_for_sparseness, sparseness_for_l1
@@ -224,6 +248,16 @@ def sparseness_for_l1(l1: ArrayLike, l2: ArrayLike, n: int) -> NDArray[np.float6
     ValueError
         For ``n < 2``, NaN or infinite norms, ``l2 <= 0``, and pairs outside
         that range.
+
+    See Also
+    --------
+    l1_for_sparseness : Its inverse.
+    sparseness : The sparseness of a vector.
+
+    References
+    ----------
+    P. O. Hoyer, "Non-negative matrix factorization with sparseness
+    constraints", JMLR 5:1457-1469, 2004.
 
     Examples
     --------

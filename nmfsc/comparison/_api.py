@@ -128,6 +128,13 @@ def compare(
     ImportError
         A scikit-learn method without scikit-learn (docs/compare.md: an example).
 
+    See Also
+    --------
+    Comparison : What it returns.
+    read_matrix : Read V from a file, as the command line does.
+    nmf_sc : The constrained solver it compares.
+    nmfsc.solvers.registry.compared_solvers : The names of the methods it runs.
+
     Examples
     --------
     >>> import numpy as np

@@ -54,6 +54,12 @@ class Comparison:
     versions : dict
         Versions of Python, NumPy, nmfsc and (when used) scikit-learn.
 
+    See Also
+    --------
+    compare : The function that returns one.
+    NMFResult : The result of each single run.
+    locality, orientation : Two of the scores in its table.
+
     Examples
     --------
     >>> import numpy as np

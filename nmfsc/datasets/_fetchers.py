@@ -39,6 +39,12 @@ class DataError(RuntimeError):
     The message names the file, where it should be, the URL(s) to get it from and
     what to do.
 
+    See Also
+    --------
+    DataWarning : Warned when a corrupt cached file is fetched again.
+    download_all : Downloads every data set.
+    nmfsc.DataFileError : The error for a data file of your own.
+
     Examples
     --------
     >>> from nmfsc.datasets import DataError
@@ -60,6 +66,11 @@ class DataError(RuntimeError):
 
 class DataWarning(UserWarning):
     """A cached data file was found corrupt and is being fetched again.
+
+    See Also
+    --------
+    DataError : Raised when a file cannot be fetched.
+    download_all : Downloads every data set.
 
     Examples
     --------
@@ -414,6 +425,10 @@ def data_dir() -> Path:
     path : pathlib.Path
         ``$NMFSC_DATA_DIR`` when that variable is set, else the OS cache folder for
         nmfsc (e.g. ``~/.cache/nmfsc`` on Linux). It may not exist yet.
+
+    See Also
+    --------
+    download_all : Fills it for offline use.
 
     Examples
     --------

@@ -45,6 +45,10 @@ def cbcl_images(*, gate: Gate | None = None) -> np.ndarray:
     images : ndarray of uint8, shape (2429, 19, 19)
         Grey levels 0..255, upright; image j is ``train/face/face{j+1:05d}.pgm``.
 
+    See Also
+    --------
+    load_cbcl : The images as a preprocessed data matrix.
+
     Examples
     --------
     >>> from nmfsc.datasets import cbcl_images
@@ -72,6 +76,20 @@ def load_cbcl(*, gate: Gate | None = None) -> np.ndarray:
     V : ndarray of float64, shape (361, 2429)
         Values in [1e-4, 1]; ``V[:, j].reshape(CBCL_SHAPE)`` is face j upright.
 
+    See Also
+    --------
+    cbcl_images : The images as stored, without preprocessing.
+    load_orl, load_natural : The paper's other data sets.
+    data_dir : Where the data is read from.
+
+    References
+    ----------
+    D. D. Lee and H. S. Seung, "Learning the parts of objects by
+    non-negative matrix factorization", Nature 401:788-791, 1999.
+
+    P. O. Hoyer, "Non-negative matrix factorization with sparseness
+    constraints", JMLR 5:1457-1469, 2004.
+
     Examples
     --------
     >>> from nmfsc.datasets import CBCL_SHAPE, load_cbcl
@@ -98,6 +116,10 @@ def orl_images(halved: bool = False, *, gate: Gate | None = None) -> np.ndarray:
     -------
     images : ndarray, shape (400, 112, 92) of uint8, or (400, 56, 46) of float64
         Upright grey levels 0..255; image ``10 * (s - 1) + (i - 1)`` is ``s{s}/{i}.pgm``.
+
+    See Also
+    --------
+    load_orl : The images as a preprocessed data matrix.
 
     Examples
     --------
@@ -131,12 +153,30 @@ def load_orl(*, gate: Gate | None = None) -> np.ndarray:
     V : ndarray of float64, shape (2576, 400)
         Values in [1e-8, 0.0255]; ``V[:, j].reshape(ORL_SHAPE)`` is face j upright.
 
+    See Also
+    --------
+    orl_images : The images as stored, without preprocessing.
+    load_cbcl, load_natural : The paper's other data sets.
+    data_dir : Where the data is read from.
+
     Notes
     -----
     nmfpack ran in 2004 on a MATLAB whose ``imresize`` antialiased differently (old
     releases documented an 11 x 11 lowpass filter applied before bilinear
     interpolation), so its pixel values cannot be reproduced exactly; this follows the
     current MATLAB algorithm.
+
+    References
+    ----------
+    F. Samaria and A. Harter, "Parameterisation of a stochastic model for
+    human face identification", IEEE Workshop on Applications of Computer
+    Vision, 1994.
+
+    S. Z. Li, X. W. Hou, H. J. Zhang and Q. S. Cheng, "Learning spatially
+    localized, parts-based representation", CVPR 2001.
+
+    P. O. Hoyer, "Non-negative matrix factorization with sparseness
+    constraints", JMLR 5:1457-1469, 2004.
 
     Examples
     --------
@@ -166,6 +206,16 @@ def natural_images(path: str | Path | None = None, *, gate: Gate | None = None) 
     images : ndarray of float64, shape (10, 512, 512)
         Upright, whitened, zero-mean images (values within about [-2, 3] for the
         trainset).
+
+    See Also
+    --------
+    load_natural : ON/OFF patches of these images.
+    whiten_images : Whitens images of your own the same way.
+
+    References
+    ----------
+    B. A. Olshausen and D. J. Field, "Sparse coding with an overcomplete basis
+    set: a strategy employed by V1?", Vision Research 37:3311-3325, 1997.
 
     Examples
     --------
@@ -220,6 +270,20 @@ def load_natural(
         (288, 10000) by default. Rows ``0 .. patch_size**2 - 1`` are the ON channel,
         the rest the OFF channel; ``V[:p*p, j].reshape(p, p)`` is patch j's ON
         channel upright. Every row has unit root mean square.
+
+    See Also
+    --------
+    natural_images : The whitened images the patches are cut from.
+    on_off_patches : The same patches from your own images.
+    nmfsc.plotting.plot_on_off : Draws a basis learned from them.
+
+    References
+    ----------
+    B. A. Olshausen and D. J. Field, "Sparse coding with an overcomplete basis
+    set: a strategy employed by V1?", Vision Research 37:3311-3325, 1997.
+
+    P. O. Hoyer, "Non-negative matrix factorization with sparseness
+    constraints", JMLR 5:1457-1469, 2004.
 
     Examples
     --------

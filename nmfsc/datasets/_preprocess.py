@@ -276,6 +276,11 @@ def whiten_images(images: np.ndarray, cutoff: float = 0.4) -> np.ndarray:
         Not 2-D or 3-D, smaller than 2 x 2, not finite, constant, or
         ``cutoff`` not > 0.
 
+    See Also
+    --------
+    on_off_patches : ON/OFF patches of the whitened images.
+    natural_images : Olshausen's images, whitened this way.
+
     References
     ----------
     B. A. Olshausen and D. J. Field, "Sparse coding with an overcomplete basis
@@ -363,6 +368,19 @@ def on_off_patches(
     ValueError
         Not a 3-D stack, fewer patches than images, or patches too large for
         the images with their border.
+
+    See Also
+    --------
+    whiten_images : Whitens the images first.
+    load_natural : The paper's natural-image data set.
+
+    References
+    ----------
+    B. A. Olshausen and D. J. Field, "Sparse coding with an overcomplete basis
+    set: a strategy employed by V1?", Vision Research 37:3311-3325, 1997.
+
+    P. O. Hoyer, "Non-negative matrix factorization with sparseness
+    constraints", JMLR 5:1457-1469, 2004.
 
     Examples
     --------

@@ -209,6 +209,11 @@ def download_all(gate: Gate | None = None, progressbar: bool = False) -> Path:
     folder : pathlib.Path
         The data folder.
 
+    See Also
+    --------
+    data_dir : Where the data goes.
+    DataError : The error when a download fails.
+
     Examples
     --------
     The first call downloads the files (it needs the network); later calls

@@ -64,6 +64,16 @@ def swimmer() -> tuple[np.ndarray, np.ndarray]:
         it apart from a constant offset of the limbs; score limb recovery with
         ``parts[:, 1:]``.
 
+    See Also
+    --------
+    bars : Another synthetic data set with known parts.
+    part_recovery : Scores a basis against the known parts.
+
+    References
+    ----------
+    D. Donoho and V. Stodden, "When does non-negative matrix factorization
+    give a correct decomposition into parts?", NIPS 16, 2004.
+
     Examples
     --------
     >>> from nmfsc.datasets import SWIMMER_SHAPE, swimmer
@@ -120,6 +130,16 @@ def bars(
         Binary bar images: column ``i < size`` is the horizontal bar on row ``i``,
         column ``size + i`` the vertical bar on column ``i``.
 
+    See Also
+    --------
+    swimmer : Another synthetic data set with known parts.
+    part_recovery : Scores a basis against the known parts.
+
+    References
+    ----------
+    P. Foldiak, "Forming sparse representations by local anti-Hebbian
+    learning", Biological Cybernetics 64:165-170, 1990.
+
     Examples
     --------
     >>> import numpy as np
@@ -156,7 +176,7 @@ def part_recovery(W: np.ndarray, true_parts: np.ndarray) -> float:
     Every true part is matched with a different column of ``W`` so that the sum of
     their cosine similarities (``<w, t> / (||w|| ||t||)``, the correlation without
     centering, which suits non-negative images) is largest
-    (``scipy.optimize.linear_sum_assignment``). The score is the mean similarity of the
+    (:func:`scipy.optimize.linear_sum_assignment`). The score is the mean similarity of the
     matched pairs over all true parts; parts left without a column (when ``W`` has
     fewer columns than there are parts) count as 0, and extra columns of ``W`` are
     ignored. A score of 1 means every part is, up to scale, a column of ``W``.
@@ -181,6 +201,11 @@ def part_recovery(W: np.ndarray, true_parts: np.ndarray) -> float:
         differ, or every true part is zero.
     TypeError
         If an input is not numeric, or is a masked array.
+
+    See Also
+    --------
+    swimmer, bars : Data sets with known parts.
+    nmfsc.locality : A score that needs no known parts.
 
     Examples
     --------

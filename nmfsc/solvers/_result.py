@@ -22,6 +22,12 @@ class ConvergenceWarning(UserWarning):
     Given for the stop reasons ``"max_iter"``, ``"max_time"`` and
     ``"interrupted"``; the message names the limit and how to raise it.
 
+    See Also
+    --------
+    NMFResult : ``stop_reason`` says which limit stopped the run.
+    DegenerateFitWarning : The other warning a fit can give.
+    nmfsc.solvers.stationarity.stationarity : How far a fit is from stationary.
+
     Examples
     --------
     >>> import warnings
@@ -58,6 +64,11 @@ class DegenerateFitWarning(UserWarning):
     coordinate descent, which can revive a zero row or column). The counts are
     also in ``NMFResult.dead_samples`` and
     ``NMFResult.unused_components``.
+
+    See Also
+    --------
+    ConvergenceWarning : The run stopped before its convergence test was met.
+    NMFResult : The factors, with their zero rows and columns.
 
     Examples
     --------
@@ -152,6 +163,14 @@ class NMFResult:
         the squared-error solvers on V in memory without a mask; None
         otherwise.
 
+    See Also
+    --------
+    nmf_sc : A solver that returns one (as do the other four).
+    SparseNMF : Keeps the result of its fit as ``result_``.
+    nmfsc.solvers.IterationState : What a callback sees during the run.
+    sparseness_summary : The sparseness of the factors of a result.
+    ConvergenceWarning : Warned when ``stop_reason`` is a limit.
+
     Examples
     --------
     >>> import numpy as np
@@ -213,6 +232,11 @@ class IterationState:
         The current coefficients (a read-only view).
     elapsed : float
         Seconds of the loop so far.
+
+    See Also
+    --------
+    nmfsc.nmf_sc : Its ``callback`` parameter (the other solvers' too).
+    nmfsc.NMFResult : What the run returns when it stops.
 
     Examples
     --------

@@ -64,6 +64,11 @@ _AFRESH = "delete it, or pass resume=False to start afresh"
 class CheckpointMismatchError(ValueError):
     """The checkpoint was written for different data or solver settings.
 
+    See Also
+    --------
+    nmf_sc : Its ``checkpoint`` and ``resume`` parameters (the other solvers' too).
+    NMFResult : What a resumed run returns.
+
     Examples
     --------
     A checkpoint of a fit with 3 components does not resume one with 4:

@@ -84,6 +84,12 @@ class SolverSpec:
         Appended (after ``_``) to the row's name in :func:`method_name`, so
         that a row with ``fixed_keywords`` has a name of its own.
 
+    See Also
+    --------
+    nmfsc.solvers.registry.SOLVERS : The table of rows.
+    install : Makes a list of rows the table.
+    run_solver : Runs a row.
+
     Examples
     --------
     >>> import numpy as np
@@ -134,6 +140,11 @@ _SPECS: list[SolverSpec] = []
 def install(specs) -> None:
     """Make ``specs`` the solvers' table (called by ``nmfsc.solvers.registry``).
 
+    See Also
+    --------
+    solver_specs : The installed table.
+    SolverSpec : A row.
+
     Examples
     --------
     >>> from nmfsc.solvers.dispatch import install, solver_specs
@@ -148,6 +159,11 @@ def install(specs) -> None:
 def solver_specs() -> tuple[SolverSpec, ...]:
     """The installed table, in its order.
 
+    See Also
+    --------
+    install : Installs the table.
+    nmfsc.solvers.registry.SOLVERS : The table, by name.
+
     Examples
     --------
     >>> from nmfsc.solvers.dispatch import solver_specs
@@ -160,6 +176,11 @@ def solver_specs() -> tuple[SolverSpec, ...]:
 
 def variant(name: str, solver: str) -> SolverSpec:
     """The entry of ``name``'s variant ``solver``; a ValueError names the variants.
+
+    See Also
+    --------
+    run_solver : Runs the variant's row.
+    nmfsc.solvers.registry.variants : The variants of a public solver.
 
     Examples
     --------
@@ -188,6 +209,12 @@ def run_solver(name: str, V, n_components, *, params: dict, settings, mask=None,
     else in memory (``Run``). With a ``mask`` (the public argument: a boolean
     array, ``"stored"`` or an :class:`~nmfsc.observed.Observed`), the row's
     :attr:`SolverSpec.masked_steps` run in memory on the observed entries.
+
+    See Also
+    --------
+    run_steps : Runs a steps class that has no row.
+    variant : The entry of a ``solver=`` variant.
+    SolverSpec : A row of the table.
 
     Examples
     --------
@@ -229,6 +256,10 @@ def run_steps(steps: type, V, n_components, *, params: dict, settings):
     its keywords ``params`` on V: on the backend that accepts V when it
     declares ``steps``, else in memory (``Run``).
 
+    See Also
+    --------
+    run_solver : Runs a row of the table.
+
     Examples
     --------
     >>> import numpy as np
@@ -254,6 +285,11 @@ def method_name(spec: SolverSpec) -> str:
     default (``nmf_sc`` for ``solver="hoyer"``, ``nmf_sc_accelerated`` for
     ``solver="accelerated"``), and ``_<name_suffix>`` for a row that has one
     (``nmf_sc_accelerated_average``).
+
+    See Also
+    --------
+    nmfsc.solvers.registry.solver : The row of a name.
+    nmfsc.solvers.registry.compared_solvers : The names compare runs.
 
     Examples
     --------

@@ -562,6 +562,15 @@ def nmf_sc(
     -------
     %(returns)s
 
+    See Also
+    --------
+    SparseNMF : The same solver as a scikit-learn estimator (samples as rows).
+    NMFResult : What it returns: the factors and the record of the run.
+    nmf_euclidean : The same objective without sparseness constraints.
+    sparse_nmf, local_nmf : Sparseness by a penalty rather than a constraint.
+    project : The projection that holds each vector at its sparseness.
+    compare : nmf_sc and standard NMF side by side on your data.
+
     Notes
     -----
     ``step_sizes`` are the final ``(mu_W, mu_H)`` (1.0 for an unconstrained
@@ -572,6 +581,7 @@ def nmf_sc(
     ----------
     P. O. Hoyer, "Non-negative matrix factorization with sparseness
     constraints", JMLR 5:1457-1469, 2004.
+
     D. D. Lee and H. S. Seung, "Algorithms for non-negative matrix
     factorization", NIPS 13, 2001.
 

@@ -132,10 +132,18 @@ def local_nmf(
     -------
     %(returns)s
 
+    See Also
+    --------
+    nmf_divergence : The objective without the locality terms.
+    sparse_nmf : The divergence objective with an L1 penalty on H.
+    nmf_sc : Sparseness set as a constraint.
+    locality : How local each learned basis image is.
+
     References
     ----------
     S. Z. Li, X. W. Hou, H. J. Zhang and Q. S. Cheng, "Learning spatially
     localized, parts-based representation", CVPR 2001.
+
     P. O. Hoyer, "Non-negative matrix factorization with sparseness
     constraints", JMLR 5:1457-1469, 2004 (nmfpack's lnmf).
 
@@ -190,10 +198,17 @@ def sparse_nmf(
     -------
     %(returns)s
 
+    See Also
+    --------
+    nmf_sc : Sparseness set as a constraint instead of a penalty weight.
+    nmf_divergence : The objective without the penalty.
+    local_nmf : The divergence objective with locality terms.
+
     References
     ----------
     W. Liu, N. Zheng and X. Lu, "Non-negative matrix factorization for visual
     coding", ICASSP 2003.
+
     P. O. Hoyer, "Non-negative matrix factorization with sparseness
     constraints", JMLR 5:1457-1469, 2004.
 

@@ -116,6 +116,12 @@ def solver(name: str) -> SolverSpec:
     public solver's name gives its default variant (``"nmf_sc"``: the paper's
     algorithm), ``<name>_<variant>`` another variant.
 
+    See Also
+    --------
+    nmfsc.solvers.registry.SOLVERS : The table it reads.
+    variants : The ``solver=`` values of a public solver.
+    nmfsc.solvers.dispatch.SolverSpec : What a row is.
+
     Examples
     --------
     >>> from nmfsc import nmf_sc
@@ -140,6 +146,11 @@ def variants(function) -> tuple[str, ...]:
     """The values the public solver ``function``'s ``solver=`` takes, the default
     first (empty for a solver without variants).
 
+    See Also
+    --------
+    solver : One row of the table.
+    nmfsc.solvers.dispatch.variant : The entry of one variant.
+
     Examples
     --------
     >>> from nmfsc import nmf_euclidean, nmf_sc
@@ -157,6 +168,12 @@ def variants(function) -> tuple[str, ...]:
 def compared_solvers() -> tuple[str, ...]:
     """The names :func:`nmfsc.compare` runs (:func:`~nmfsc.solvers.dispatch.method_name`),
     in table order.
+
+    See Also
+    --------
+    nmfsc.compare : Runs them.
+    solver : The row of one of them.
+    nmfsc.solvers.dispatch.method_name : How a row is named.
 
     Examples
     --------

@@ -169,10 +169,17 @@ def nmf_euclidean(
     -------
     %(returns)s
 
+    See Also
+    --------
+    nmf_sc : The same objective with sparseness constraints.
+    nmf_divergence : Lee and Seung's other objective.
+    sklearn.decomposition.NMF : scikit-learn's NMF (samples as rows).
+
     References
     ----------
     D. D. Lee and H. S. Seung, "Algorithms for non-negative matrix
     factorization", NIPS 13, 2001.
+
     P. O. Hoyer, "Non-negative matrix factorization with sparseness
     constraints", JMLR 5:1457-1469, 2004 (nmfpack's nmfmse).
 
@@ -228,10 +235,17 @@ def nmf_divergence(V: ArrayLike, n_components: int, **loop: Unpack[LoopOptions])
     -------
     %(returns)s
 
+    See Also
+    --------
+    nmf_euclidean : Lee and Seung's squared-error objective.
+    sparse_nmf : This objective with an L1 penalty on H.
+    local_nmf : This objective with Li et al.'s locality terms.
+
     References
     ----------
     D. D. Lee and H. S. Seung, "Algorithms for non-negative matrix
     factorization", NIPS 13, 2001.
+
     P. O. Hoyer, "Non-negative matrix factorization with sparseness
     constraints", JMLR 5:1457-1469, 2004 (nmfpack's nmfdiv).
 

@@ -79,6 +79,11 @@ def projected_residual(X, G, lipschitz):
     """The gradient mapping of a non-negative factor X (module docstring):
     G where G < 0, min(G, L X) elsewhere, with L = ``lipschitz``.
 
+    See Also
+    --------
+    stationarity : The measure built from it.
+    constrained_residual : The residual with a sparseness constraint.
+
     Examples
     --------
     >>> import numpy as np
@@ -215,6 +220,11 @@ def constrained_residual(X, G, axis, free_scale, average=False):
     ``sparseness_h``); ``average``: only their mean sparseness is held
     (:func:`_average_residual`). See the module docstring.
 
+    See Also
+    --------
+    stationarity : The measure built from it.
+    projected_residual : The residual without a sparseness constraint.
+
     Examples
     --------
     A gradient along the vector itself only changes its scale:
@@ -273,6 +283,12 @@ def stationarity(V, W, H, *, sparseness_w=None, sparseness_h=None, average_spars
         ``W`` and ``H``: :math:`\rho_W`, :math:`\rho_H` (module docstring);
         ``max``: the larger, 0 at a stationary point. NaN where a factor's
         gradient terms are both zero (nothing to measure against).
+
+    See Also
+    --------
+    projected_residual : The residual of a factor that is only non-negative.
+    constrained_residual : The residual of a factor held to a sparseness.
+    nmfsc.nmf_sc : Its ``stationarity_tol`` stops on this measure.
 
     Examples
     --------
