@@ -22,6 +22,10 @@ Every method starts from the same point for a seed: nmf_sc's start for
   1e-10), run until the fit is stationary to it or the budget ends;
 * ``hoyer``: ``nmf_sc(solver="hoyer")``, the paper's, to its default stop;
 * ``hoyer, tol=0``: the paper's algorithm for the whole budget;
+* ``explore``: :func:`nmfsc.solvers.explore.explore_nmf_sc` for the whole
+  budget: the accelerated solver, then perturbed restarts from the best fit
+  so far (basin hopping), the lowest kept; its curve is the best error so
+  far against time;
 * ``reference``: :func:`potluru_bcd`, a plain NumPy transcription of the
   sparse NMF of Potluru et al. (2013), for the whole budget.
 
@@ -58,6 +62,7 @@ from bench_projection import machine  # noqa: E402
 
 from nmfsc import ConvergenceWarning, nmf_sc  # noqa: E402
 from nmfsc.datasets import load_cbcl, load_orl  # noqa: E402
+from nmfsc.solvers.explore import explore_nmf_sc  # noqa: E402
 from nmfsc.solvers.stationarity import stationarity  # noqa: E402
 from nmfsc.sparseness import l1_for_sparseness, sparseness  # noqa: E402
 
@@ -165,7 +170,7 @@ def nmfsc_curve(name, V, M, s, start, budget, **options):
     return Curve(name, result.times, errors, result.stop_reason, result.W, result.H, V, s)
 
 
-def methods(V, M, s, start, budget, stationarity_tol):
+def methods(V, M, s, start, budget, stationarity_tol, seed):
     """Every method's curve, from ``start``, in the order of the table."""
     curves = [
         nmfsc_curve("accelerated", V, M, s, start, budget, solver="accelerated"),
@@ -187,6 +192,16 @@ def methods(V, M, s, start, budget, stationarity_tol):
             "hoyer, tol=0", V, M, s, start, budget, solver="hoyer", tol=0.0, max_iter=10**9
         ),
     ]
+    W0, H0 = start
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        found = explore_nmf_sc(
+            V, M, sparseness_w=s, max_time=budget, random_state=seed, W_init=W0, H_init=H0
+        )
+    errors = np.sqrt(2.0 * np.maximum(found.objective, 0.0)) / np.linalg.norm(V)
+    hops = found.params["explore"]
+    stop = f"budget ({hops['hops']} hops, {hops['kept']} kept)"
+    curves.append(Curve("explore", found.times, errors, stop, found.W, found.H, V, s))
     W, H, times, errors = potluru_bcd(V, *start, s, budget)
     curves.append(Curve("reference", times, errors, "budget", W, H, V, s))
     return curves
@@ -288,7 +303,7 @@ def main(argv=None):
             label = f"{name} r{M} sW {s}, s{seed}"
             best = None
             if not args.average_only:
-                curves = methods(V, M, s, start, budget, args.stationarity_tol)
+                curves = methods(V, M, s, start, budget, args.stationarity_tol, seed)
                 lines, best = table(label, curves)
                 print("\n".join(lines), flush=True)
                 summary.append((name, seed, best, curves))

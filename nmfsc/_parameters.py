@@ -180,6 +180,7 @@ PARAMETERS: dict[str, Integer | Real | Fraction | Optional | MissingValue] = {
     "max_time": Optional(Real(positive=True)),
     "checkpoint_every": Integer(1),
     "checkpoint_seconds": Optional(Real(positive=True)),
+    "max_hops": Integer(0),
     # compare, the estimator, the readers and the command line
     "missing_values": MissingValue(),
     "seed": Integer(0),
