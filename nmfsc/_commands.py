@@ -296,6 +296,9 @@ def run_fit(args):
     }
     V, observed = _observed(V, args)
     device = getattr(args, "device", "cpu")
+    if getattr(args, "explore", None) is not None:
+        result = _explore(args, V, observed, device)
+        return _write_fit(args, result, V, observed, image_shape, name, out, checkpoint=None)
     if device == "gpu" and args.average_sparseness:
         raise CommandError(
             "--average-sparseness does not run with --device gpu yet; drop --device gpu"
@@ -352,6 +355,51 @@ def run_fit(args):
             f"{checkpoint} keeps the run, and the same command resumes it",
             status=130,
         )
+    return _write_fit(args, result, V, observed, image_shape, name, out, checkpoint)
+
+
+def _explore(args, V, observed, device):
+    """``nmfsc fit --explore SECONDS``: :func:`~nmfsc.solvers.explore.explore_nmf_sc`
+    on V, after refusing the options it does not take (one line each)."""
+    from nmfsc import nmf_sc
+    from nmfsc.solvers.explore import explore_nmf_sc
+    from nmfsc.solvers.registry import variants
+
+    refused = {
+        "--solver": args.solver != variants(nmf_sc)[0],  # other than the default
+        "--max-iter": args.max_iter is not None,
+        "--max-time": args.max_time is not None,
+        "--device gpu": device != "cpu",
+        "--missing-values": observed is not None or args.missing_values is not None,
+        "--average-sparseness": args.average_sparseness,
+    }
+    for option, given in refused.items():
+        if given:
+            raise CommandError(
+                f"--explore does not take {option}: it runs the accelerated solver in "
+                f"memory on complete data, for its own time budget; drop {option}"
+            )
+    loop = {"tol": args.tol} if args.tol is not None else {}
+    try:
+        return explore_nmf_sc(
+            V,
+            args.n_components,
+            sparseness_w=args.sparseness_w,
+            sparseness_h=args.sparseness_h,
+            max_time=args.explore,
+            random_state=args.seed,
+            stationarity_tol=args.stationarity_tol,
+            progress=not args.no_progress,
+            **loop,
+        )
+    except (ValueError, TypeError) as error:
+        raise CommandError(f"{args.data}: {error}") from error
+
+
+def _write_fit(args, result, V, observed, image_shape, name, out, checkpoint):
+    """Write ``out`` (W, H and the record of ``result``) and remove the
+    checkpoint; an explored fit stopped by Ctrl-C is written (the best so
+    far), then the command exits with 130."""
     data = {
         "path": str(args.data),
         "name": name,
@@ -364,9 +412,15 @@ def run_fit(args):
     }
     record = fit_record(result, data=data, seed=args.seed, masked=observed is not None)
     _write(lambda: save_fit(out, result, record), out)
-    checkpoint.unlink(missing_ok=True)
+    if checkpoint is not None:
+        checkpoint.unlink(missing_ok=True)
     print(_fit_summary(result, name))
     _say(f"wrote {out}")
+    if result.stop_reason == "interrupted":
+        hops = result.params.get("explore", {}).get("hops", 0)
+        raise CommandError(
+            f"interrupted after {hops} hops; {out} holds the best fit so far", status=130
+        )
     return 0
 
 

@@ -324,6 +324,16 @@ def _add_fit(commands):
     )
     _add_missing_values(parser, "the fit uses the observed entries only (nmf_sc's mask)")
     parser.add_argument(
+        "--explore",
+        type=_option("max_time"),
+        metavar="SECONDS",
+        help="spend SECONDS looking for a lower local minimum (explore_nmf_sc: the "
+        "accelerated solver, then restarts from perturbed copies of the best fit so far, "
+        "the lowest kept; --tol and --stationarity-tol stop each run; not with --solver, "
+        "--max-iter, --max-time, --device gpu, --missing-values or --average-sparseness); "
+        "Ctrl-C writes the best fit so far",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         required=True,

@@ -204,6 +204,27 @@ def test_fit_reads_each_format(tmp_path, forked):
         assert record["data"]["image_shape"] == image_shape
 
 
+def test_fit_explore_writes_the_best_fit_it_found(tmp_path, forked):
+    """--explore SECONDS runs explore_nmf_sc: its record counts the hops, the fit
+    holds the constraint and is no worse than the accelerated solver's alone;
+    the options it does not take are refused in one line."""
+    data, V = _data(tmp_path)
+    out = tmp_path / "explored.npz"
+    argv = ["fit", data, "-k", 3, "--sparseness-w", 0.6, "--explore", 2, "--no-progress"]
+    done = forked([*argv, "--out", out], tmp_path)
+    assert done.returncode == 0, done.stderr
+    with np.load(out, allow_pickle=False) as z:
+        record = json.loads(str(z["record"]))
+        np.testing.assert_allclose(z["sparseness_W"], 0.6, atol=1e-9)
+    assert record["params"]["explore"]["hops"] >= 1
+    alone = nmfsc.nmf_sc(V, 3, sparseness_w=0.6, solver="accelerated", random_state=0)
+    assert record["relative_error"] <= alone.relative_error + 1e-12
+    refused = forked([*argv, "--max-time", 5, "--out", tmp_path / "x.npz"], tmp_path)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().endswith("drop --max-time")
+    assert len(refused.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.filterwarnings("ignore::nmfsc.ConvergenceWarning")  # the library calls: 20 iterations
 def test_fit_solver_option_runs_that_algorithm_from_the_same_start(tmp_path, forked):
     """--solver accelerated runs nmf_sc(solver="accelerated") and says so in the

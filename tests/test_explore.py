@@ -79,7 +79,11 @@ def test_the_budget_is_required_and_checked():
         explore_nmf_sc(V, 3, sparseness_w=0.5, max_time=10, max_hops=-1)
 
 
-def test_progress_says_each_hop(capsys):
-    explore_nmf_sc(V, 3, sparseness_w=0.5, max_time=60, max_hops=2, random_state=0, progress=True)
+def test_progress_says_each_kept_hop(capsys):
+    result = explore_nmf_sc(
+        V, 5, sparseness_w=0.7, max_time=60, max_hops=12, random_state=0, progress=True
+    )
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 2 and all(line.startswith("explore_nmf_sc: hop") for line in lines)
+    kept = [line for line in lines if "(kept)" in line]
+    assert len(kept) == result.params["explore"]["kept"] >= 1
+    assert all(line.startswith("explore_nmf_sc: hop") for line in lines)

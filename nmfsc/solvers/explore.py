@@ -41,10 +41,12 @@ from nmfsc._parameters import check
 from nmfsc.solvers._result import ConvergenceWarning, NMFResult
 from nmfsc.solvers.hoyer import nmf_sc
 
-__all__ = ["PERTURBATIONS", "explore_nmf_sc"]
+__all__ = ["PERTURBATIONS", "PROGRESS_SECONDS", "explore_nmf_sc"]
 
 #: The spreads sigma of the perturbations, in turn (module docstring).
 PERTURBATIONS = (0.5, 1.0, 2.0, 4.0)
+#: With ``progress``, a line at least this often (seconds) besides each kept hop.
+PROGRESS_SECONDS = 5.0
 
 
 def explore_nmf_sc(
@@ -91,7 +93,8 @@ def explore_nmf_sc(
     tol, stationarity_tol : float
         Each run's stopping rule, as in :func:`nmfsc.nmf_sc`.
     progress : bool
-        One line per hop on stderr: its error, the best so far, the time.
+        A line on stderr for each kept hop, and every :data:`PROGRESS_SECONDS`:
+        the hops so far, the best error, the time.
 
     Returns
     -------
@@ -143,6 +146,7 @@ def explore_nmf_sc(
     best = _run(V, n_components, options, budget, **start)
     objective, times = list(best.objective), list(best.times)
     hops = kept = 0
+    said = time.perf_counter()
     while (hops_allowed is None or hops < hops_allowed) and best.stop_reason != "interrupted":
         left = budget - (time.perf_counter() - began)
         if left <= 0:
@@ -165,7 +169,8 @@ def explore_nmf_sc(
         times.extend(offset + np.asarray(trial.times[1:], dtype=np.float64))
         if lower:
             best, kept = trial, kept + 1
-        if progress:
+        if progress and (lower or time.perf_counter() - said >= PROGRESS_SECONDS):
+            said = time.perf_counter()
             print(
                 f"explore_nmf_sc: hop {hops} (sigma {sigma:g}): error {trial.relative_error:.6g}"
                 f"{' (kept)' if lower else ''}; best {best.relative_error:.6g}; "
