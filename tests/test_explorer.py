@@ -280,10 +280,13 @@ def test_runs_are_cached_on_their_inputs(explorer, tmp_path, monkeypatch):
 
 @pytest.mark.realdata
 def test_orl_panel_on_the_real_data(explorer):
-    steps = explorer.orl_panel({"values": (None, 0.75), "n_components": 4, "max_iter": 20})
+    steps = explorer.orl_panel({"values": (None, 0.75), "n_components": 4, "max_iter": 5000})
     assert [step.label for step in steps] == ["no constraint (plain NMF)", "sparseness_w = 0.75"]
     assert steps[1].numbers["sparseness of W (mean)"] == "0.750"
     assert steps[0].png != steps[1].png and all(s.png.startswith(b"\x89PNG") for s in steps)
+    # a run stopped by its iteration limit is refused: the page shows converged runs only
+    with pytest.raises(RuntimeError, match="stopped by 'max_iter' after 3 iterations"):
+        explorer.orl_panel({"values": (0.75,), "n_components": 4, "max_iter": 3})
 
 
 def _orl_panel(explorer, localities, errors):

@@ -171,8 +171,8 @@ def _fit(V, n_components, parameter, value, max_iter):
     import nmfsc
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)
-        return nmfsc.nmf_sc(
+        warnings.simplefilter("ignore", nmfsc.ConvergenceWarning)  # checked just below
+        result = nmfsc.nmf_sc(
             V,
             n_components,
             **{parameter: value},
@@ -180,6 +180,12 @@ def _fit(V, n_components, parameter, value, max_iter):
             random_state=0,
             max_iter=max_iter,
         )
+    if result.stop_reason != "tol":  # the page shows converged runs only
+        raise RuntimeError(
+            f"explorer: {parameter}={value} stopped by {result.stop_reason!r} after "
+            f"{result.n_iter} iterations, not converged; raise its max_iter in PANELS"
+        )
+    return result
 
 
 def orl_panel(settings):
