@@ -19,7 +19,8 @@ import warnings
 import numpy as np
 import pytest
 
-from nmfsc.gpu_backend import cuda_target, projection
+from nmfsc.gpu_backend import cuda_target
+from nmfsc.gpu_backend import device_projection as projection
 from nmfsc.gpu_backend.cuda_target import import_with_row_stack
 
 
