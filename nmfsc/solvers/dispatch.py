@@ -230,7 +230,8 @@ def run_solver(name: str, V, n_components, *, params: dict, settings, mask=None,
     >>> res.solver, bool(np.array_equal(res.W, nmf_euclidean(V, 3, random_state=0, tol=1e-3).W))
     ('nmf_euclidean', True)
     """
-    spec = variant(name, solver) if solver is not None else _entry(name)
+    has_variants = any(s.name == name and s.variant is not None for s in _SPECS)
+    spec = variant(name, solver) if has_variants else _entry(name)
     backend = backend_for(V)
     observed = Observed.of(mask)  # the public mask=, made one type here
     if observed is not None:
