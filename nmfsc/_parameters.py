@@ -67,24 +67,25 @@ class Integer:
         return value
 
 
-@dataclass(frozen=True)
-class Real:
-    """A finite real number (not a bool) of at least 0, or above 0 (``positive``)."""
-
-    positive: bool = False
-
-    def _bound(self) -> str:
-        return "> 0" if self.positive else ">= 0"
+class _Number:
+    """A real number (not a bool) that :meth:`_ok` takes. A subclass says
+    which (:meth:`_ok`) and in what words (:meth:`_words`: what a value must
+    be, for the TypeError; what it must do, for the ValueError; what a
+    command-line string must be)."""
 
     def _ok(self, value: float) -> bool:
-        return math.isfinite(value) and (value > 0 if self.positive else value >= 0)
+        raise NotImplementedError
+
+    def _words(self) -> tuple[str, str, str]:
+        raise NotImplementedError
 
     def check(self, value: Any, name: str) -> float:
+        type_words, range_words, _ = self._words()
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{name} must be a real number, got {value!r}")
+            raise TypeError(f"{name} must be {type_words}, got {value!r}")
         value = float(value)
         if not self._ok(value):
-            raise ValueError(f"{name} must be finite and {self._bound()}, got {value!r}")
+            raise ValueError(f"{name} must {range_words}, got {value!r}")
         return value
 
     def parse(self, text: str) -> float:
@@ -93,12 +94,26 @@ class Real:
         except ValueError:
             value = math.nan
         if not self._ok(value):
-            raise ValueError(f"must be a finite number {self._bound()}, got {text!r}")
+            raise ValueError(f"must be {self._words()[2]}, got {text!r}")
         return value
 
 
 @dataclass(frozen=True)
-class Fraction:
+class Real(_Number):
+    """A finite real number (not a bool) of at least 0, or above 0 (``positive``)."""
+
+    positive: bool = False
+
+    def _ok(self, value: float) -> bool:
+        return math.isfinite(value) and (value > 0 if self.positive else value >= 0)
+
+    def _words(self) -> tuple[str, str, str]:
+        bound = "> 0" if self.positive else ">= 0"
+        return "a real number", f"be finite and {bound}", f"a finite number {bound}"
+
+
+@dataclass(frozen=True)
+class Fraction(_Number):
     """A real number in [0, 1] (a sparseness), or in (0, 1) with ``open``."""
 
     open: bool = False
@@ -106,25 +121,11 @@ class Fraction:
     def _ok(self, value: float) -> bool:
         return 0.0 < value < 1.0 if self.open else 0.0 <= value <= 1.0
 
-    def check(self, value: Any, name: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            what = "a fraction in (0, 1)" if self.open else "a real number in [0, 1]"
-            raise TypeError(f"{name} must be {what}, got {value!r}")
-        value = float(value)
-        if not self._ok(value):
-            where = "strictly between 0 and 1" if self.open else "in [0, 1]"
-            raise ValueError(f"{name} must lie {where}, got {value!r}")
-        return value
-
-    def parse(self, text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not self._ok(value):
-            where = "strictly between 0 and 1" if self.open else "in [0, 1]"
-            raise ValueError(f"must be a number {where}, got {text!r}")
-        return value
+    def _words(self) -> tuple[str, str, str]:
+        if self.open:
+            where = "strictly between 0 and 1"
+            return "a fraction in (0, 1)", f"lie {where}", f"a number {where}"
+        return "a real number in [0, 1]", "lie in [0, 1]", "a number in [0, 1]"
 
 
 @dataclass(frozen=True)
