@@ -297,7 +297,7 @@ def run_fit(args):
     V, observed = _observed(V, args)
     device = getattr(args, "device", "cpu")
     if getattr(args, "explore", None) is not None:
-        result = _explore(args, V, observed, device)
+        result = _explore(args, V, device)
         return _write_fit(args, result, V, observed, image_shape, name, out, checkpoint=None)
     if device == "gpu" and args.average_sparseness:
         raise CommandError(
@@ -358,7 +358,7 @@ def run_fit(args):
     return _write_fit(args, result, V, observed, image_shape, name, out, checkpoint)
 
 
-def _explore(args, V, observed, device):
+def _explore(args, V, device):
     """``nmfsc fit --explore SECONDS``: :func:`~nmfsc.solvers.explore.explore_nmf_sc`
     on V, after refusing the options it does not take (one line each)."""
     from nmfsc import nmf_sc
@@ -370,7 +370,7 @@ def _explore(args, V, observed, device):
         "--max-iter": args.max_iter is not None,
         "--max-time": args.max_time is not None,
         "--device gpu": device != "cpu",
-        "--missing-values": observed is not None or args.missing_values is not None,
+        "--missing-values": args.missing_values is not None,
         "--average-sparseness": args.average_sparseness,
     }
     for option, given in refused.items():
