@@ -223,8 +223,8 @@ def _add_compare(commands):
         choices=("observed", "missing"),
         help="with --holdout or --missing-values on a sparse .mtx or .npz file: 'observed' "
         "(its zeros are data, as in counts or TF-IDF: they are hidden and fitted like any "
-        "entry, on the matrix's dense copy) or 'missing' (only the stored entries are "
-        "observed, as in ratings; the matrix stays sparse) (default: "
+        "entry) or 'missing' (only the stored entries are observed, as in ratings); either "
+        "way the matrix stays sparse (default: "
         f"{_default(compare, 'sparse_zeros')})",
     )
     parser.add_argument(

@@ -2,8 +2,10 @@
 values and held-out entries.
 
 An :class:`Observed` says which entries of V a fit reads (and a held-out
-comparison scores): those where a dense boolean mask is True, or the stored
-entries of a scipy.sparse V. It is made once, where the entries are known
+comparison scores): those where a dense boolean mask is True, the stored
+entries of a scipy.sparse V, or every entry but a sparse set of unobserved
+ones (a sparse V whose zeros are data, with some entries held out). It is
+made once, where the entries are known
 (a solver's ``mask=`` argument, NaN in the estimator's X or the command
 line's data with ``missing_values``, the training entries of
 :func:`nmfsc.compare`'s ``holdout``), and the masked solvers
@@ -32,6 +34,12 @@ class Observed:
     stored : bool
         The stored entries of a scipy.sparse V (explicit zeros included) are
         the observed ones, and nothing is made dense.
+    unobserved : scipy.sparse.csr_array or None
+        A pattern of V's shape whose stored entries are the entries *not*
+        observed; every other entry of V, zero or not, is observed. Made by
+        :meth:`all_but`. For a scipy.sparse V whose zeros are data (counts,
+        TF-IDF) with a few entries held out: nothing is made dense, the
+        memory is O(nnz(V) + nnz(unobserved)).
 
     See Also
     --------
@@ -50,14 +58,46 @@ class Observed:
            [ True,  True]]), 3)
     >>> Observed.of("stored").stored
     True
+    >>> held_out = Observed.all_but([0], [1], (2, 2))  # every entry but V[0, 1]
+    >>> held_out.count(), held_out.to_mask()
+    (3, array([[ True, False],
+           [ True,  True]]))
     """
 
     mask: NDArray[np.bool_] | None = None
     stored: bool = False
+    unobserved: Any = None
 
     def __post_init__(self) -> None:
-        if (self.mask is None) != self.stored:
-            raise ValueError("Observed takes a dense mask or stored=True, not both or neither")
+        kinds = (self.mask is not None) + bool(self.stored) + (self.unobserved is not None)
+        if kinds != 1:
+            raise ValueError(
+                "Observed takes one of a dense mask, stored=True or an unobserved pattern"
+            )
+
+    @classmethod
+    def all_but(cls, rows: Any, cols: Any, shape: tuple[int, int]) -> Observed:
+        """Every entry of a matrix of ``shape`` but those at ``(rows[i],
+        cols[i])`` (duplicates count once): the held-out entries of a sparse
+        V whose zeros are observed. One ValueError line for an index out of
+        range or a pattern that leaves nothing observed."""
+        from scipy import sparse
+
+        N, T = (int(n) for n in shape)
+        rows = np.asarray(rows, dtype=np.int64).ravel()
+        cols = np.asarray(cols, dtype=np.int64).ravel()
+        if rows.shape != cols.shape:
+            raise ValueError(f"rows and cols differ in length: {rows.size} and {cols.size}")
+        if rows.size and not (
+            0 <= rows.min() and rows.max() < N and 0 <= cols.min() and cols.max() < T
+        ):
+            raise ValueError(f"an unobserved entry lies outside the {N} x {T} matrix")
+        ones = np.ones(rows.size, dtype=np.bool_)
+        pattern = sparse.csr_array((ones, (rows, cols)), shape=(N, T))
+        pattern.sum_duplicates()  # sorted indices; a duplicate's True + True stays True
+        if pattern.nnz == N * T:
+            raise ValueError("every entry is unobserved: there is nothing to fit")
+        return cls(unobserved=pattern)
 
     @classmethod
     def of(cls, mask: Any) -> Observed | None:
@@ -109,13 +149,50 @@ class Observed:
     @property
     def T(self) -> Observed:
         """The observed entries of V's transpose."""
-        return self if self.mask is None else Observed(mask=self.mask.T)
+        if self.mask is not None:
+            return Observed(mask=self.mask.T)
+        if self.unobserved is not None:
+            pattern = self.unobserved.T.tocsr()
+            pattern.sort_indices()
+            return Observed(unobserved=pattern)
+        return self
 
     def count(self, V: Any = None) -> int:
         """How many entries are observed (the stored entries of ``V`` with
         :attr:`stored`)."""
         if self.mask is not None:
             return int(np.count_nonzero(self.mask))
+        if self.unobserved is not None:
+            N, T = self.unobserved.shape
+            return N * T - int(self.unobserved.nnz)
         if V is None:
             raise ValueError("the count of a sparse V's stored entries needs V")
         return int(V.nnz)
+
+    def largest(self, V: Any) -> float:
+        """The largest observed entry of V (dense, or scipy.sparse whose
+        unstored entries are zeros), for a V that is checked non-negative
+        elsewhere."""
+        if self.mask is not None or (self.unobserved is not None and not hasattr(V, "nnz")):
+            return float(np.max(np.asarray(V)[self.to_mask()]))
+        if self.stored:
+            return float(V.max())
+        from nmfsc._entries import in_pattern
+
+        V = V.tocsr(copy=True)
+        V.sum_duplicates()
+        unobserved = in_pattern(V, self.unobserved)
+        return float(V.data[~unobserved].max(initial=0.0))  # V >= 0: 0 if none stored
+
+    def to_mask(self) -> NDArray[np.bool_]:
+        """The dense boolean mask (True where observed) of a :attr:`mask` or an
+        :attr:`unobserved` pattern: N x T booleans, for small matrices and
+        tests; :attr:`stored` has none without V."""
+        if self.mask is not None:
+            return self.mask
+        if self.unobserved is None:
+            raise ValueError("stored=True has no mask without V: its stored pattern is V's")
+        mask = np.ones(self.unobserved.shape, dtype=np.bool_)
+        pattern = self.unobserved.tocoo()
+        mask[pattern.row, pattern.col] = False
+        return mask

@@ -47,6 +47,19 @@ def _warm_kernels():
                 )
 
 
+@pytest.fixture
+def no_densify(monkeypatch):
+    """Every scipy.sparse toarray / todense raises: V must never be made dense."""
+    import scipy.sparse as sp
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError(f"a sparse matrix of shape {self.shape} was made dense")
+
+    for name in ("csr_matrix", "csc_matrix", "coo_matrix", "csr_array", "csc_array", "coo_array"):
+        for method in ("toarray", "todense"):
+            monkeypatch.setattr(getattr(sp, name), method, refuse)
+
+
 def _missing_real_data():
     """Return the data folder and the registry files missing from it."""
     from nmfsc.datasets._fetchers import default_gate

@@ -471,19 +471,6 @@ def test_compare_on_sparse_v_gives_the_dense_table(fmt):
         np.testing.assert_allclose(run.errors, other.errors, rtol=1e-8)
 
 
-@pytest.fixture
-def no_densify(monkeypatch):
-    """Every scipy.sparse toarray / todense raises: V must never be made dense."""
-    import scipy.sparse as sp
-
-    def refuse(self, *args, **kwargs):
-        raise AssertionError(f"a sparse matrix of shape {self.shape} was made dense")
-
-    for name in ("csr_matrix", "csc_matrix", "coo_matrix", "csr_array", "csc_array", "coo_array"):
-        for method in ("toarray", "todense"):
-            monkeypatch.setattr(getattr(sp, name), method, refuse)
-
-
 def test_compare_never_densifies_a_huge_sparse_v(no_densify):
     # 200,000 x 100,000: a dense float64 copy would take 160 GB.
     V = _sparse_v(shape=(200_000, 100_000), density=1.5e-7, seed=3)

@@ -380,7 +380,7 @@ def test_compare_reports_dead_samples_per_run():
     assert f"- nmf_sc, seed 0: {row['dead_samples']:,} of {V.shape[1]:,} samples" in report
 
 
-def test_cli_refuses_a_dense_copy_that_does_not_fit_before_fitting(tmp_path, capsys, monkeypatch):
+def test_cli_refuses_hidden_entries_that_do_not_fit_before_fitting(tmp_path, capsys, monkeypatch):
     import scipy.io
     import scipy.sparse as sp
 
@@ -394,5 +394,6 @@ def test_cli_refuses_a_dense_copy_that_does_not_fit_before_fitting(tmp_path, cap
     argv = ["compare", str(path), "-k", "2", "--sparseness-w", "0.5", "--holdout", "0.2"]
     assert main([*argv, "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
-    assert "runs on its dense copy, about 0.00894 GiB" in err and "--sparse-zeros missing" in err
+    assert "hides about 24,000 of the 400 x 300 entries" in err and "0.00258 GiB" in err
+    assert "--sparse-zeros missing" in err
     assert err.count("\n") == 1

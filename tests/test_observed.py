@@ -53,9 +53,12 @@ def test_missing_values_become_an_observed():
     assert Observed.from_nan(V, "X")[1] is None  # nothing missing: the unmasked path
 
 
-def test_an_observed_is_a_mask_or_the_stored_entries_never_both():
-    with pytest.raises(ValueError, match="not both or neither"):
+def test_an_observed_is_one_kind_of_entries_never_two():
+    with pytest.raises(ValueError, match="one of a dense mask"):
         Observed()
-    with pytest.raises(ValueError, match="not both or neither"):
+    with pytest.raises(ValueError, match="one of a dense mask"):
         Observed(mask=MASK, stored=True)
+    pattern = Observed.all_but([0], [0], MASK.shape).unobserved
+    with pytest.raises(ValueError, match="one of a dense mask"):
+        Observed(stored=True, unobserved=pattern)
     assert Observed(stored=True).count(sp.csr_matrix(V * MASK)) == MASK.sum()

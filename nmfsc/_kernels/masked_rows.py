@@ -42,6 +42,10 @@ run over them (:func:`_stored_pass`), scattering into b where the row's
 entries are the pattern's inner index and gathering where they are its outer
 one, each b_t summed in the dense pass's order; the rows' updates are the
 same routine (:func:`_row_update`). A sweep then costs O(M nnz).
+
+V observed at every entry but a sparse set U (:func:`sweep_all_but_rows`):
+b comes from the Gram matrix of the other factor, W^T V, and W H on U
+alone, which the sweep keeps up to date; a sweep costs O(M^2 n + M nnz(U)).
 """
 
 import math
@@ -57,6 +61,7 @@ __all__ = [
     "RULE_SCALED",
     "RULE_UNIT",
     "stored_weights",
+    "sweep_all_but_rows",
     "sweep_masked_rows",
     "sweep_stored_rows",
 ]
@@ -304,3 +309,57 @@ def stored_weights(indptr, indices, Yt, scatter, out):
             for j in range(M):
                 y = np.float64(Yt[other, j])
                 out[x, j] += y * y
+
+
+@njit(cache=True, nogil=True)
+def sweep_all_but_rows(
+    X, Y, A, G, indptr, indices, hidden, D, rule, l1, max_passes, inner, inner_delta, b, scratch
+):
+    """:func:`sweep_masked_rows` for V observed at every entry but a sparse
+    set U (a sparse V whose zeros are data, some entries held out): the
+    residual is never formed. With A = Y V (M x n, V zero on U), G = Y Y^T
+    (M x M) and ``hidden`` the values of (W H) on U (float64, updated in
+    place), row k's sum over the observed entries is
+
+        sum_i y_i E_it = A_kt - sum_j G_kj X_jt + sum_{i in U_t} y_i (W H)_it,
+
+    U_t the unobserved entries of X's entry t (``indptr``/``indices``: U
+    with X's entries as its outer index, their positions in ``hidden``'s
+    order). When the row changes by delta, (W H)_it += y_i delta_t on U_t.
+    The rows' updates are :func:`sweep_masked_rows`' (:func:`_row_update`);
+    D holds the weights d_t = G_kk - sum_{i in U_t} y_i^2. A sweep costs
+    O(M^2 n + M nnz(U)) plus the rows' updates: the unmasked sweep's cost,
+    with no pass over V.
+    """
+    M, n = X.shape
+    z, u, new, delta = scratch[0], scratch[1], scratch[2], scratch[3]
+    decrease = 0.0
+    unchanged = 0
+    for k in range(M):
+        Yk = Y[k]
+        for t in range(n):
+            b[t] = A[k, t]
+        for j in range(M):
+            g = G[k, j]
+            if g != 0.0:
+                Xj = X[j]
+                for t in range(n):
+                    b[t] -= g * np.float64(Xj[t])
+        for t in range(n):
+            total = 0.0
+            for p in range(indptr[t], indptr[t + 1]):
+                total += np.float64(Yk[indices[p]]) * hidden[p]
+            b[t] += total
+        gain, changed = _row_update(
+            X[k], D[k], b, rule, l1, max_passes, inner, inner_delta, z, u, new, delta
+        )
+        decrease += gain
+        if changed:
+            for t in range(n):
+                step = delta[t]
+                if step != 0.0:
+                    for p in range(indptr[t], indptr[t + 1]):
+                        hidden[p] += np.float64(Yk[indices[p]]) * step
+        else:
+            unchanged += 1
+    return decrease, unchanged

@@ -13,7 +13,6 @@ from nmfsc._version import __version__
 from nmfsc.comparison._holdout import (
     Holdout,
     check_sparse_zeros,
-    dense_for_holdout,
     holdout_rows,
 )
 from nmfsc.comparison._methods import sklearn_available
@@ -95,10 +94,8 @@ def compare(
         relative error on the hidden entries (``holdout_error``). ``nmf_sc``
         and ``nmf_euclidean`` fit the training entries only (their ``mask``);
         the other methods are fitted to V with the hidden entries filled by
-        their row's training mean (``holdout_fit``). For scipy.sparse V the
-        stored entries are the observed ones (``mask="stored"``): a fraction
-        of them is hidden, and the masked methods fit the other stored
-        entries alone (docs/compare.md).
+        their row's training mean (``holdout_fit``). For scipy.sparse V,
+        ``sparse_zeros`` says which entries are observed (docs/compare.md).
     holdout_seed : int, default 0
     missing_values : None or np.nan, default None
         np.nan: NaN entries of V (a sparse V's stored NaN entries) are
@@ -108,10 +105,11 @@ def compare(
         With ``holdout`` or ``missing_values`` on a scipy.sparse V: what its
         unstored entries are. ``"observed"``: zeros that are data (counts,
         TF-IDF), drawn into the hidden entries like any other and fitted by
-        the masked methods; the comparison then runs on V's dense copy
-        (MemoryError, in one line, when it does not fit). ``"missing"``:
-        unobserved (ratings): only the stored entries are fitted and hidden,
-        and V stays sparse. A held-out comparison reports the relative
+        the masked methods at every other entry (:meth:`Observed.all_but
+        <nmfsc.observed.Observed.all_but>`). ``"missing"``: unobserved
+        (ratings): only the stored entries are fitted and hidden. Either
+        way V stays sparse: the memory grows with its stored entries and the
+        hidden ones, not with N x T. A held-out comparison reports the relative
         held-out errors of predicting zero (1) and each row's training mean
         (``settings["holdout_baselines"]``), and ranks the methods against
         them; a run worse than predicting zero on the hidden entries is
@@ -200,9 +198,7 @@ def _split(V, holdout, holdout_seed, missing_values, sparse_zeros):
     fraction = check("holdout", holdout)
     seed = check("holdout_seed", holdout_seed)
     sparse = is_sparse(V)
-    if sparse and zeros == "observed":
-        V = dense_for_holdout(V)
-    split = Holdout(V, fraction, seed, missing)
+    split = Holdout(V, fraction, seed, missing, zeros_observed=zeros == "observed")
     split.settings["sparse_zeros"] = zeros if sparse else None
     return split
 

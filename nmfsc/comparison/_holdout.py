@@ -12,6 +12,12 @@ is reported in the column ``holdout_error`` (:math:`\mathcal H` the hidden
 entries). Entries that are NaN with ``missing_values=np.nan`` are neither
 fitted nor scored.
 
+The hidden entries are drawn by :func:`draw_positions` as ranks among the
+observed entries in row-major order (of a sparse V whose stored entries are
+the observed ones, among those): so a dense V, a sparse V storing every
+entry, the same V with its zeros observed, and a dense V with NaN where a
+sparse one stores nothing hide the same entries.
+
 The fair rule for methods that cannot take a mask. ``nmf_sc`` (with either
 solver: ``nmf_sc_accelerated`` too) and ``nmf_euclidean`` fit the training
 entries only (their ``mask``, :mod:`nmfsc.solvers.masked`); every other method (the divergence and
@@ -23,10 +29,16 @@ says which: ``"masked"`` or ``"row means"``. The usual columns (relative
 error, ...) are then measured on that filled matrix.
 
 A scipy.sparse V whose zeros are observed (``sparse_zeros="observed"``, the
-default of :func:`nmfsc.compare`: counts, TF-IDF) is compared as its dense
-copy (:func:`dense_for_holdout`): its zeros are hidden and fitted like any
-entry. Fitting only the stored entries of such data leaves the masked
-methods free where the zeros are, and their held-out errors unbounded.
+default of :func:`nmfsc.compare`: counts, TF-IDF): its zeros are hidden and
+fitted like any entry, and nothing is made dense. The hidden entries are
+drawn from all N x T entries (but the stored NaN, when they are missing),
+in memory proportional to their number; the masked
+methods fit every other entry (:meth:`Observed.all_but
+<nmfsc.observed.Observed.all_but>`, :mod:`nmfsc.solvers._masked_all_but`),
+the others V with the hidden and missing entries filled by their row's
+training mean (zeros counted), a sparse matrix with those entries stored.
+Fitting only the stored entries of such data would leave the masked methods
+free where the zeros are, and their held-out errors unbounded.
 
 The row-mean and zero predictions are scored too (``Holdout.baselines``): a
 method is read against them, and a run worse than predicting zero on the
@@ -46,6 +58,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nmfsc import _entries
 from nmfsc._validation import check_data
 from nmfsc.comparison._runner import failure_note
 from nmfsc.observed import Observed
@@ -57,7 +70,7 @@ __all__ = [
     "SPARSE_ZEROS",
     "Holdout",
     "check_sparse_zeros",
-    "dense_for_holdout",
+    "draw_positions",
     "holdout_rows",
 ]
 
@@ -80,23 +93,41 @@ def check_sparse_zeros(sparse_zeros):
     return sparse_zeros
 
 
-def dense_for_holdout(V):
-    """The dense copy of a scipy.sparse V whose zeros are observed, for a held-out
-    comparison: its hidden entries are drawn from all N x T entries, zeros
-    included, and the masked methods fit every other entry, which is the dense
-    masked path. A one-line MemoryError names the size when it does not fit."""
-    N, T = V.shape
-    dtype = V.dtype if V.dtype.kind == "f" else np.dtype(np.float64)
-    try:
-        return V.toarray().astype(dtype, copy=False)
-    except MemoryError:
-        gib = N * T * dtype.itemsize / 2**30
-        raise MemoryError(
-            f"a held-out comparison on this sparse V ({N} x {T}) whose zeros are observed "
-            f"needs its dense copy ({gib:.3g} GiB), which does not fit in memory; use a "
-            "smaller matrix, or sparse_zeros='missing' (--sparse-zeros missing) if its "
-            "unstored entries are truly unobserved"
-        ) from None
+def draw_positions(size, count, rng):
+    """``count`` distinct positions of ``range(size)``, drawn uniformly without
+    replacement by ``rng``, in increasing order (int64); memory O(count)
+    while ``count`` is at most half of ``size``.
+
+    Positions are drawn with replacement and merged until at least ``count``
+    distinct ones are held; then a random few of them are dropped, down to
+    ``count``. The set held after each round is unchanged in law by any
+    permutation of ``range(size)``, so, given its size, it is a uniform
+    subset; so is what is left of it. Above half of ``size``, ``count``
+    positions are chosen from the whole range (the draw holds that many
+    anyway)."""
+    if 2 * count > size:
+        return np.sort(rng.choice(size, size=count, replace=False))
+    chosen = np.empty(0, np.int64)
+    while chosen.size < count:
+        draw = rng.integers(0, size, size=count - chosen.size + 16, dtype=np.int64)
+        draw = np.concatenate((chosen, draw))
+        del chosen
+        draw.sort()
+        chosen = draw[np.concatenate(([True], draw[1:] != draw[:-1]))]
+        del draw
+    if chosen.size > count:
+        chosen = np.delete(chosen, rng.choice(chosen.size, size=chosen.size - count, replace=False))
+    return chosen
+
+
+def _ranks_to_positions(ranks, excluded):
+    """The positions of the entries of rank ``ranks`` (sorted) among those not
+    in ``excluded`` (sorted, distinct), in row-major order: the k-th allowed
+    position is k plus the number of excluded positions before it."""
+    if not excluded.size:
+        return ranks
+    shifted = excluded - np.arange(excluded.size)  # allowed entries before each
+    return ranks + np.searchsorted(shifted, ranks, side="right")
 
 
 class Holdout:
@@ -105,14 +136,32 @@ class Holdout:
     ``V``: dense, with NaN where missing when ``missing`` is true (NaN is then
     the only non-finite value allowed; the filled matrix is checked by the
     comparison as any V is); or scipy.sparse, whose stored entries are the
-    observed ones (module docstring). Attributes: ``filled`` (the V every
-    method without a mask fits), ``masked`` (whether some entry is hidden or
-    missing), ``hidden`` (boolean, of V's shape for dense V, of its stored
-    entries for sparse V), ``hidden_rows``, ``hidden_cols`` and ``hidden_values`` (the
-    hidden entries, in row-major order).
+    observed ones, or with ``zeros_observed`` whose every entry is (module
+    docstring). Attributes: ``filled`` (the V every method without a mask
+    fits), ``masked`` (whether some entry is hidden or missing),
+    ``hidden_pattern`` (the hidden entries, a CSR pattern of V's shape),
+    ``hidden_values`` (V's values there, in row-major order),
+    ``hidden_rows`` and ``hidden_cols``; but with ``zeros_observed``,
+    ``hidden`` (boolean, of V's shape for dense V, of its stored entries
+    for sparse V).
     """
 
-    def __init__(self, V, fraction, seed, missing):
+    def __init__(self, V, fraction, seed, missing, zeros_observed=False):
+        #: The call's holdout settings, for ``Comparison.settings``.
+        self.settings = {
+            "holdout": fraction,
+            "holdout_seed": seed,
+            "missing_values": "nan" if missing else None,
+        }
+        self._all_but = None
+        if zeros_observed and is_sparse(V):
+            self._split_all_entries(_canonical_csr(V), fraction, seed, missing)
+        else:
+            self._split_entries(V, fraction, seed, missing)
+        self.settings["holdout_baselines"] = self.baselines
+
+    def _split_entries(self, V, fraction, seed, missing):
+        """The entries of a dense V, or the stored entries of a sparse one."""
         if is_sparse(V):
             V = _canonical_csr(V)
             shape, values = V.shape, V.data
@@ -135,18 +184,13 @@ class Holdout:
         hidden = np.zeros(values.shape, dtype=bool)
         if fraction is not None:
             index = np.flatnonzero(observed)
-            count = int(round(fraction * index.size))
-            if not 1 <= count < index.size:
-                raise ValueError(
-                    f"holdout={fraction} hides {count} of the {index.size} observed entries; "
-                    "it must hide at least one and leave at least one"
-                )
-            hidden[np.random.default_rng(seed).choice(index, size=count, replace=False)] = True
+            count = _hidden_count(fraction, index.size)
+            hidden[index[draw_positions(index.size, count, np.random.default_rng(seed))]] = True
         self.train = observed & ~hidden  # of the entries (dense) or stored entries (sparse)
         self.masked = not self.train.all()
         self.hidden = hidden if positions is not None else hidden.reshape(shape)
         flat = np.flatnonzero(hidden) if positions is None else positions[hidden]
-        self.hidden_rows, self.hidden_cols = np.divmod(flat, shape[1])
+        self.hidden_pattern = _entries.pattern_of_positions(flat, shape)
         self.hidden_values = values[hidden]
         if positions is None:
             rows = np.repeat(np.arange(shape[0]), shape[1])
@@ -159,34 +203,98 @@ class Holdout:
         else:
             self.filled = filled.reshape(shape)
             self._dense_train = self.train.reshape(shape)
-        #: The call's holdout settings, for ``Comparison.settings``.
-        self.settings = {
-            "holdout": fraction,
-            "holdout_seed": seed,
-            "missing_values": "nan" if missing else None,
-            "holdout_baselines": self.baselines,
-        }
+
+    def _split_all_entries(self, V, fraction, seed, missing):
+        """Every entry of a sparse V, zeros included (module docstring): the
+        hidden entries drawn by :func:`draw_positions` and held as a CSR
+        pattern, the filled V sparse with the hidden and missing entries
+        stored; nothing dense, no int64 array per hidden entry kept."""
+        N, T = V.shape
+        nan = np.isnan(V.data) if missing else np.zeros(V.nnz, dtype=bool)
+        if nan.sum() == N * T:
+            raise ValueError("every entry of V is NaN (missing): there is nothing to compare")
+        if not np.isfinite(V.data[~nan]).all():  # refused where it is, as for dense V
+            check_data(type(V)((np.where(nan, 0.0, V.data), V.indices, V.indptr), shape=V.shape))
+        rows = np.repeat(np.arange(N, dtype=np.int64), np.diff(V.indptr))
+        missing_positions = rows[nan] * T + V.indices[nan]
+        missing_pattern = _entries.pattern_of_positions(missing_positions, V.shape)
+        hidden = np.empty(0, np.int64)
+        if fraction is not None:
+            allowed = N * T - missing_positions.size
+            count = _hidden_count(fraction, allowed)
+            ranks = draw_positions(allowed, count, np.random.default_rng(seed))
+            hidden = _ranks_to_positions(ranks, missing_positions)
+            del ranks
+        self.hidden_pattern = _entries.pattern_of_positions(hidden, V.shape)
+        del hidden
+        unobserved = self.hidden_pattern
+        if missing_pattern.nnz:  # the union of two disjoint patterns
+            everything = np.ones(unobserved.nnz, dtype=bool)
+            unobserved = _entries.merge_rows(unobserved, everything, missing_pattern, np.ones(N))
+        self.masked = unobserved.nnz > 0
+        self._sparse = True
+        self.hidden_values = _entries.values_at(V, self.hidden_pattern)
+        kept = ~_entries.in_pattern(V, unobserved)
+        sums = np.bincount(rows, weights=np.where(kept, V.data, 0.0), minlength=N)
+        counts = T - np.diff(unobserved.indptr)
+        overall = sums.sum() / max(1, counts.sum())
+        means = np.where(counts > 0, sums / np.maximum(counts, 1), overall)
+        hidden_means = np.repeat(means, np.diff(self.hidden_pattern.indptr))
+        #: Relative held-out errors of the trivial predictions (module docstring).
+        self.baselines = _baseline_errors(self.hidden_values, hidden_means)
+        del hidden_means
+        self.filled = _entries.merge_rows(V, kept, unobserved, means)
+        if self.masked:
+            self._all_but = Observed(unobserved=unobserved)
+
+    @property
+    def hidden_rows(self):
+        """The rows of the hidden entries, in row-major order."""
+        pattern = self.hidden_pattern
+        return np.repeat(np.arange(pattern.shape[0], dtype=np.int64), np.diff(pattern.indptr))
+
+    @property
+    def hidden_cols(self):
+        """The columns of the hidden entries, in row-major order."""
+        return self.hidden_pattern.indices
 
     @property
     def observed(self):
         """The training entries, which the masked methods fit
         (:class:`~nmfsc.observed.Observed`; None when nothing is hidden or
         missing): a dense V's as a mask, a sparse V's as the stored entries
-        of :meth:`training_data`."""
+        of :meth:`training_data`, or, when its zeros are observed, as every
+        entry but the hidden and missing ones."""
         if not self.masked:
             return None
+        if self._all_but is not None:
+            return self._all_but
         return Observed(stored=True) if self._sparse else Observed(mask=self._dense_train)
 
     def training_data(self, V):
         """The V the masked methods fit (``V`` is the filled matrix as checked
         and normalised): ``V`` itself for dense V (they read it only at
-        :attr:`observed`), for sparse V ``V`` with the hidden and missing
-        entries no longer stored."""
-        if not (self.masked and self._sparse):
+        :attr:`observed`) and for a sparse V whose zeros are observed (they
+        drop the unobserved entries themselves), for a sparse V whose
+        stored entries are the observed ones ``V`` with the hidden and
+        missing entries no longer stored."""
+        if not (self.masked and self._sparse) or self._all_but is not None:
             return V
         keep = self.train
         counts = np.concatenate(([0], np.cumsum(keep)))[V.indptr]
         return type(V)((V.data[keep], V.indices[keep], counts), shape=V.shape)
+
+
+def _hidden_count(fraction, observed):
+    """How many of ``observed`` entries ``holdout=fraction`` hides, or a
+    ValueError when none or all."""
+    count = int(round(fraction * observed))
+    if not 1 <= count < observed:
+        raise ValueError(
+            f"holdout={fraction} hides {count} of the {observed} observed entries; "
+            "it must hide at least one and leave at least one"
+        )
+    return count
 
 
 def _canonical_csr(V):
@@ -230,15 +338,15 @@ def holdout_rows(rows, runs, holdout, scale):
     hold W in the units of V / ``scale``."""
     target = holdout.hidden_values / scale
     norm = float(np.linalg.norm(target))
-    rows_i, cols_i = holdout.hidden_rows, holdout.hidden_cols
     for row in rows:
         if holdout.masked:
             row["holdout_fit"] = "masked" if row["method"] in MASKED_METHODS else "row means"
         if not target.size:
             continue
         run = runs[(row["method"], row["seed"])]
-        predicted = np.einsum("ij,ji->i", run.W[rows_i], run.H[:, cols_i])
-        error = float(np.linalg.norm(predicted - target))
+        predicted = _entries.product_at(holdout.hidden_pattern, run.W, run.H)
+        predicted -= target
+        error = float(np.linalg.norm(predicted))
         row["holdout_error"] = error / norm if norm > 0 else error
         if norm > 0 and row["stop_reason"] != "failed":
             note = failure_note(

@@ -17,7 +17,7 @@ The masked solvers ask a data object for
 ``h_terms(W, R)``, ``w_terms(H, R)``   a multiplicative update's two sums, from R
 =====================================  ==========================================
 
-where X is an "observed" matrix (Y, R or :math:`\tilde V`). Two kinds
+where X is an "observed" matrix (Y, R or :math:`\tilde V`). Three kinds
 (:func:`open_masked` picks):
 
 :class:`MaskedDense` -- a dense V and a boolean mask of its shape. V's
@@ -30,6 +30,13 @@ are sparse matrices sharing V's indices; :math:`Y` is formed at the stored
 entries alone by a Numba kernel (:func:`nmfsc._kernels.masked.stored_product`,
 O(nnz M)), and neither V nor the mask is ever made dense: the memory beyond
 the factors is O(nnz).
+
+:class:`~nmfsc.solvers._masked_all_but.MaskedAllBut` -- a scipy.sparse V
+observed at every entry but a sparse set (:meth:`Observed.all_but
+<nmfsc.observed.Observed.all_but>`: its zeros are data, a few entries are
+held out). R is the low-rank matrix W H minus a sparse one, kept as the
+factors and W H on the unobserved entries; nothing is made dense
+(:mod:`nmfsc.solvers._masked_all_but`).
 
 The solvers work from R alone: :math:`\Omega \odot (W H) = R + \tilde V`, so
 the multiplicative update's denominator is its numerator plus a product of
@@ -48,8 +55,10 @@ from nmfsc._kernels import masked as _km
 from nmfsc._kernels import updates as _ku
 from nmfsc._threads import run_groups, split, threads
 from nmfsc._validation import check_data, reject_masked
+from nmfsc.observed import Observed
 from nmfsc.solvers._data import inner, is_sparse, total
 from nmfsc.solvers._loop import Run
+from nmfsc.solvers._masked_all_but import MaskedAllBut, drop_entries
 from nmfsc.solvers.checkpoint import fingerprint
 
 __all__ = ["MaskedDense", "MaskedStored", "open_masked"]
@@ -59,6 +68,7 @@ PARALLEL_STORED = 1 << 16
 
 #: What to do about NaN at an entry that the mask marks observed.
 _OBSERVED_NAN = "NaN where mask is True: mark those entries missing, e.g. mask & ~np.isnan(V)"
+_ALL_BUT_NAN = "NaN at an observed entry: add its position to the unobserved entries"
 _STORED_NAN = (
     "a stored NaN is an observed entry with mask='stored': leave the missing ones out of V"
 )
@@ -69,6 +79,16 @@ def open_masked(V, observed):
     :class:`~nmfsc.observed.Observed`); every check of V against them is
     here, each refusal one line naming the problem."""
     reject_masked(V, "V")
+    if observed.unobserved is not None:
+        if observed.unobserved.shape != V.shape:
+            raise ValueError(
+                f"the unobserved entries are of a {observed.unobserved.shape} matrix, "
+                f"V is {V.shape}"
+            )
+        if not is_sparse(V):  # dense anyway: the dense mask of the same entries
+            return open_masked(V, Observed(mask=observed.to_mask()))
+        V, scale = check_data(drop_entries(V, observed.unobserved), nan_advice=_ALL_BUT_NAN)
+        return MaskedAllBut(V, observed.unobserved, scale), scale
     if observed.stored:
         if not is_sparse(V):
             raise ValueError(
@@ -391,4 +411,4 @@ class MaskedRun(Run):
         where unobserved (what :func:`~nmfsc.solvers._result.degenerate_counts`
         reads to tell a dead sample)."""
         data = self.data
-        return (data.V_sparse if isinstance(data, MaskedStored) else data.V)[:, columns]
+        return (data.V_sparse if data.sparse else data.V)[:, columns]

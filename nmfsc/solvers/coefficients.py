@@ -169,13 +169,12 @@ def _basis_ratio(V, W, sparseness_h, observed=None):
     basis fitted at another scale (transform of data 1e-300 times smaller)
     neither overflows nor drowns in the updates' eps. With sparseness_h the
     rows of H have unit norm and cannot take a scale: None, W as given.
-    Invalid V or W: None (the checks of the run report them). With a
-    dense mask of ``observed`` entries, max(V) is taken over them."""
+    Invalid V or W: None (the checks of the run report them). With
+    ``observed`` entries, max(V) is taken over them."""
     if sparseness_h is not None or not np.issubdtype(W.dtype, np.floating):
         return None
     try:
-        dense = observed is not None and observed.mask is not None
-        V_max = float(np.max(np.asarray(V)[observed.mask]) if dense else V.max())
+        V_max = float(V.max()) if observed is None else observed.largest(V)
         W_max = float(np.max(W))
     except (TypeError, ValueError, AttributeError, IndexError):
         return None

@@ -88,10 +88,12 @@ is made dense.
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 
 from nmfsc._kernels import masked_rows as _mr
 from nmfsc._kernels import sparse_projection as _proj
 from nmfsc.solvers._data import inner
+from nmfsc.solvers._masked_all_but import MaskedAllBut
 from nmfsc.solvers.accelerated import (
     SWEEP_DELTA,
     SWEEP_RATIO,
@@ -100,7 +102,14 @@ from nmfsc.solvers.accelerated import (
     unit_rows,
 )
 
-__all__ = ["DenseRows", "MaskedAcceleratedSteps", "StoredRows", "masked_sweep", "masked_sweeps"]
+__all__ = [
+    "AllButRows",
+    "DenseRows",
+    "MaskedAcceleratedSteps",
+    "StoredRows",
+    "masked_sweep",
+    "masked_sweeps",
+]
 
 #: The cost of a factor step's set-up over that of one masked sweep (both
 #: one pass over the observed entries times M): the rho of the sweep rule.
@@ -218,6 +227,58 @@ class StoredRows:
         return np.ascontiguousarray(out.T)
 
 
+class AllButRows:
+    """The sweeps for V observed at every entry but a sparse set U
+    (:class:`~nmfsc.solvers._masked_all_but.MaskedAllBut`): no residual
+    is kept, only W H on U (float64, in U's order for the step), from which
+    and the Gram matrix of the other factor the kernel
+    (:func:`nmfsc._kernels.masked_rows.sweep_all_but_rows`) takes each row's
+    sums. A sweep costs as the unmasked solver's does, plus O(M nnz(U))."""
+
+    #: d_t below this times g_kk (W H's entries on U weigh on nearly all of
+    #: the row's observed entries) is taken as 0: the entry keeps its value.
+    WEIGHT_FLOOR = 1e-12
+
+    def __init__(self, data):
+        self.data = data
+        self.by_row = data.pattern  # U, CSR: the W step's entries (rows of V)
+        by_col = data.pattern.tocsc()
+        by_col.sort_indices()
+        self.by_col = by_col  # the H step's entries (columns of V)
+
+    def residual(self, W, H):
+        """``(None, E)``: the sweeps keep no residual."""
+        return None, self.data.residual_energy(W, H)[1]
+
+    def h_sweeps(self, W, H, R, rule, l1, sweeps):
+        """The H step's sweeps (``R`` unused)."""
+        Wt = np.ascontiguousarray(W.T, dtype=np.float64)
+        A = np.asarray(self.data.wtv(W), dtype=np.float64)
+        return self._sweeps(H, Wt, A, self.by_col, W, H, rule, l1, sweeps)
+
+    def w_sweeps(self, W, H, rule, l1, sweeps):
+        """The W step's sweeps over the rows of W^T; returns the new W^T."""
+        Y = np.ascontiguousarray(H, dtype=np.float64)
+        A = np.ascontiguousarray(self.data.vht(H).T, dtype=np.float64)
+        return self._sweeps(W.T, Y, A, self.by_row, W, H, rule, l1, sweeps)
+
+    def _sweeps(self, X, Y, A, pattern, W, H, rule, l1, sweeps):
+        """Sweeps over the rows of X with the other factor's rows Y, A = Y V^(T)
+        and U with X's entries as its outer index (``pattern``)."""
+        G = Y @ Y.T
+        hidden = self.data.at_unobserved(W, H, pattern)
+        squares = sparse.csr_array(
+            (np.ones(pattern.nnz), pattern.indices, pattern.indptr),
+            shape=(pattern.indptr.shape[0] - 1, Y.shape[1]),
+        )
+        squares = np.asarray(squares @ (Y * Y).T).T  # sum over U_t of y_i^2, M x n
+        diagonal = np.diag(G)[:, None]
+        D = diagonal - squares
+        D[D <= self.WEIGHT_FLOOR * diagonal] = 0.0
+        operands = (Y, A, G, pattern.indptr, pattern.indices, hidden)
+        return _sweeps(X, _mr.sweep_all_but_rows, operands, D, rule, l1, sweeps)
+
+
 def masked_sweeps() -> int:
     """K, the sweeps per factor step with a hidden entry:
     :math:`1 + \alpha \rho` with ``SWEEP_RATIO`` and ``MASKED_RHO``."""
@@ -237,13 +298,18 @@ class MaskedAcceleratedSteps(AcceleratedSteps):
 
     def __init__(self, data, n_components, sparseness_w, sparseness_h):
         super().__init__(data, n_components, sparseness_w, sparseness_h)
-        self.rows = StoredRows(data) if data.sparse else DenseRows(data)
+        if isinstance(data, MaskedAllBut):
+            self.rows = AllButRows(data)
+        else:
+            self.rows = StoredRows(data) if data.sparse else DenseRows(data)
         self._last = None
         self.full_mask = data.count == data.shape[0] * data.shape[1]
 
     def sweeps(self, n, n_other):
         """K for a factor with rows of length ``n``: the unmasked solver's
-        with a mask that is true everywhere, else :func:`masked_sweeps`."""
+        with a mask that is true everywhere, else :func:`masked_sweeps`
+        (also for a sparse set of unobserved entries, so that a sparse V
+        and its dense copy with the same mask take the same sweeps)."""
         return super().sweeps(n, n_other) if self.full_mask else masked_sweeps()
 
     def residual(self, W, H):
@@ -265,7 +331,8 @@ class MaskedAcceleratedSteps(AcceleratedSteps):
     def step(self, state):
         W, H = state["W"], state["H"]
         N, T = self.data.shape
-        R = self.residual(W, H)[0].copy()  # the sweeps update it in place
+        R = self.residual(W, H)[0]
+        R = None if R is None else R.copy()  # the sweeps update it in place
         if self.proj_h is None:
             rule, l1 = _mr.RULE_NONNEG, 1.0
         else:
