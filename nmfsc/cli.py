@@ -320,7 +320,7 @@ def _add_fit(commands):
         help="converged only where the fit is stationary to S (its projected gradient "
         "relative to the gradient's terms, 0 at a stationary point; checked every 10 "
         "iterations), not where it merely slows down; the run goes on until then or "
-        "--max-iter (not with --missing-values) (default: none, the rate rule of --tol)",
+        "--max-iter (default: none, the rate rule of --tol)",
     )
     _add_missing_values(parser, "the fit uses the observed entries only (nmf_sc's mask)")
     parser.add_argument(

@@ -102,8 +102,9 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         it (:attr:`nmfsc.NMFResult.stationarity`, checked every ``window``
         iterations; see :func:`nmfsc.nmf_sc`): ``tol`` then stops nothing in
         ``fit``, and a fit that never gets there stops by ``max_iter`` or
-        ``max_time``. Not with ``missing_values`` or data on a GPU (a
-        ValueError). ``transform`` keeps the rule of ``tol``.
+        ``max_time``. With ``missing_values``, of the observed entries'
+        objective; not for data on a GPU (a ValueError). ``transform`` keeps
+        the rule of ``tol``.
     max_time : float or None, default None
         Wall-clock limit in seconds of each solve.
     random_state : None, int or numpy.random.Generator, default None

@@ -77,8 +77,8 @@ OPTIONS = """\
         is at most ``stationarity_tol``, checked every ``window`` iterations;
         the rate rule of ``tol`` then stops nothing, and a run that never gets
         there stops by ``max_iter`` or ``max_time``, not converged. For the
-        solvers of the squared error on V in memory without a mask (a
-        ValueError otherwise). None: ``tol``'s rate rule alone (the paper's,
+        solvers of the squared error on V in memory, with a ``mask`` or
+        without (a ValueError otherwise). None: ``tol``'s rate rule alone (the paper's,
         which the figures use).
     max_time : float or None, default None
         Wall-clock limit in seconds of the iteration loop, checked before each

@@ -235,7 +235,7 @@ class Run:
         if settings.stationarity_tol is not None and not self.measures_stationarity():
             raise ValueError(
                 f"stationarity_tol is measured for the solvers of the squared error (nmf_sc, "
-                f"nmf_euclidean) on V in memory without a mask, not for {self.steps.name} "
+                f"nmf_euclidean) on V in memory, not for {self.steps.name} "
                 f"here; use tol (the rate of decrease) instead"
             )
         if not keeps_iterates(settings.callback):  # only the loop holds iterates

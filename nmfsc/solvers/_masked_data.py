@@ -60,6 +60,7 @@ from nmfsc.solvers._data import inner, is_sparse, total
 from nmfsc.solvers._loop import Run
 from nmfsc.solvers._masked_all_but import MaskedAllBut, drop_entries
 from nmfsc.solvers.checkpoint import fingerprint
+from nmfsc.solvers.stationarity import masked_stationarity
 
 __all__ = ["MaskedDense", "MaskedStored", "open_masked"]
 
@@ -405,6 +406,25 @@ class MaskedRun(Run):
 
     def fingerprint(self):
         return self.data.fingerprint()
+
+    def measures_stationarity(self):
+        """Whether :attr:`NMFResult.stationarity` is measured: for the masked
+        steps of the squared error that fit both factors."""
+        return self.steps.measures_stationarity
+
+    def stationarity(self, factors):
+        """:func:`~nmfsc.solvers.stationarity.masked_stationarity` of the
+        factors (W in V's units), or None where it is not measured."""
+        if not self.measures_stationarity():
+            return None
+        return masked_stationarity(
+            self.data,
+            np.divide(factors["W"], self.scale, dtype=np.float64),
+            factors["H"],
+            sparseness_w=self.params.get("sparseness_w"),
+            sparseness_h=self.params.get("sparseness_h"),
+            average_sparseness=self.params.get("average_sparseness", False),
+        )["max"]
 
     def data_columns(self, columns):
         """The observed entries of V's ``columns`` divided by its scale, zeros

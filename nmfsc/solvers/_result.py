@@ -160,8 +160,9 @@ class NMFResult:
         terms (:func:`nmfsc.solvers.stationarity.stationarity`; 0 at a
         stationary point, in [0, 1]). A rate of decrease that falls below
         ``tol`` says the run slowed down; this says how far it still is. For
-        the squared-error solvers on V in memory without a mask; None
-        otherwise.
+        the squared-error solvers on V in memory, of the masked objective
+        with a mask (:func:`~nmfsc.solvers.stationarity.masked_stationarity`);
+        None otherwise.
 
     See Also
     --------

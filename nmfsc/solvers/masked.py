@@ -227,6 +227,7 @@ class MaskedCoefficientSteps(MaskedHoyerSteps):
     the row rescaling (which would change W); W is used as given."""
 
     name = "nmf_sc (coefficients, W fixed)"
+    measures_stationarity = False  # W is given, not fitted
 
     def __init__(self, data, n_components, sparseness_h):
         super().__init__(data, n_components, None, sparseness_h)

@@ -67,7 +67,13 @@ import numpy as np
 
 from nmfsc.solvers._data import is_sparse
 
-__all__ = ["SUPPORT_RTOL", "constrained_residual", "projected_residual", "stationarity"]
+__all__ = [
+    "SUPPORT_RTOL",
+    "constrained_residual",
+    "masked_stationarity",
+    "projected_residual",
+    "stationarity",
+]
 
 #: Entries of a constrained vector at most this times its largest are zeros.
 SUPPORT_RTOL = 1e-10
@@ -302,6 +308,55 @@ def stationarity(V, W, H, *, sparseness_w=None, sparseness_h=None, average_spars
     W = np.asarray(W, dtype=np.float64)
     H = np.asarray(H, dtype=np.float64)
     W, WHHt, VHt, WtWH, WtV = _gradient_terms(V, W, H)
+    return _measure(W, H, (WHHt, VHt), (WtWH, WtV), sparseness_w, sparseness_h, average_sparseness)
+
+
+def masked_stationarity(
+    data, W, H, *, sparseness_w=None, sparseness_h=None, average_sparseness=False
+):
+    r""":func:`stationarity` of the masked objective
+    :math:`\tfrac12 \lVert \Omega \odot (\tilde V - W H) \rVert_F^2`.
+
+    The gradients are :math:`G_W = (\Omega \odot W H) H^T - \tilde V H^T`
+    and :math:`G_H = W^T (\Omega \odot W H) - W^T \tilde V`, whose two terms
+    the masked data gives (``w_terms`` and ``h_terms``); the residuals and
+    the ratios are :func:`stationarity`'s, with the unmasked Lipschitz
+    constants :math:`\lVert H H^T \rVert_2` and :math:`\lVert W^T W \rVert_2`
+    (the masked ones are at most these).
+
+    Parameters
+    ----------
+    data : masked data
+        :func:`nmfsc.solvers._masked_data.open_masked`'s: :math:`\tilde V`
+        (V divided by its largest observed entry) at the observed entries.
+    W : ndarray, shape (N, M)
+        In :math:`\tilde V`'s units (the ratios are the same at any scale).
+    H : ndarray, shape (M, T)
+    sparseness_w, sparseness_h, average_sparseness
+        As for :func:`stationarity`.
+
+    Returns
+    -------
+    dict
+        As :func:`stationarity`'s.
+
+    See Also
+    --------
+    stationarity : The measure without a mask.
+    """
+    W = np.asarray(W, dtype=np.float64)
+    H = np.asarray(H, dtype=np.float64)
+    R = data.residual_energy(W, H)[0]
+    WtV, WtWH = data.h_terms(W, R)
+    VHt, WHHt = data.w_terms(H, R)
+    return _measure(W, H, (WHHt, VHt), (WtWH, WtV), sparseness_w, sparseness_h, average_sparseness)
+
+
+def _measure(W, H, w_terms, h_terms, sparseness_w, sparseness_h, average_sparseness):
+    """The ratios of :func:`stationarity` from each gradient's two terms
+    (``w_terms``: W H H^T and V H^T, or their masked forms; ``h_terms``
+    alike), their difference the gradient."""
+    (WHHt, VHt), (WtWH, WtV) = w_terms, h_terms
     G_W, G_H = WHHt - VHt, WtWH - WtV
     if sparseness_w is not None:
         R_W = constrained_residual(W, G_W, 0, True, average_sparseness)
