@@ -74,6 +74,19 @@ class Observed:
             raise ValueError(
                 "Observed takes one of a dense mask, stored=True or an unobserved pattern"
             )
+        if self.unobserved is not None:  # the kernels read canonical CSR
+            pattern = self.unobserved
+            if not hasattr(pattern, "tocsr"):
+                raise TypeError(
+                    "unobserved must be a scipy.sparse pattern of V's shape (its stored "
+                    "entries the unobserved ones); make it with Observed.all_but(rows, cols, shape)"
+                )
+            if pattern.format != "csr" or not pattern.has_canonical_format:
+                from scipy import sparse
+
+                pattern = sparse.csr_array(pattern, dtype=np.bool_)
+                pattern.sum_duplicates()
+                object.__setattr__(self, "unobserved", pattern)
 
     @classmethod
     def all_but(cls, rows: Any, cols: Any, shape: tuple[int, int]) -> Observed:
@@ -84,8 +97,11 @@ class Observed:
         from scipy import sparse
 
         N, T = (int(n) for n in shape)
-        rows = np.asarray(rows, dtype=np.int64).ravel()
-        cols = np.asarray(cols, dtype=np.int64).ravel()
+        rows, cols = np.asarray(rows).ravel(), np.asarray(cols).ravel()
+        for name, index in (("rows", rows), ("cols", cols)):
+            if index.size and (index.dtype == np.bool_ or index.dtype.kind not in "iu"):
+                raise TypeError(f"{name} must hold integer indices, got dtype {index.dtype}")
+        rows, cols = rows.astype(np.int64), cols.astype(np.int64)
         if rows.shape != cols.shape:
             raise ValueError(f"rows and cols differ in length: {rows.size} and {cols.size}")
         if rows.size and not (

@@ -70,6 +70,48 @@ def test_all_but_refuses_bad_entries_in_one_line(rows, cols, match):
         Observed.all_but(rows, cols, (N, T))
 
 
+def test_all_but_refuses_indices_that_are_not_integers():
+    with pytest.raises(TypeError, match="rows must hold integer indices, got dtype float64"):
+        Observed.all_but([1.7], [2], (N, T))
+    with pytest.raises(TypeError, match="cols must hold integer indices, got dtype bool"):
+        Observed.all_but([1], [True], (N, T))
+
+
+def test_an_unobserved_pattern_is_made_canonical_csr():
+    rows, cols = _hidden()
+    order = np.random.default_rng(3).permutation(rows.size)
+    coo = sp.coo_array((np.ones(rows.size), (rows[order], cols[order])), shape=(N, T))
+    observed = Observed(unobserved=coo)
+    assert observed.unobserved.format == "csr" and observed.unobserved.has_canonical_format
+    np.testing.assert_array_equal(
+        observed.to_mask(), Observed.all_but(rows, cols, (N, T)).to_mask()
+    )
+    V = _counts()
+    a = _quiet(nmf_sc, V, M, sparseness_w=0.5, mask=observed, random_state=0, max_iter=10)
+    b = _quiet(nmf_sc, V.toarray(), M, sparseness_w=0.5, mask=observed.to_mask(), random_state=0,
+               max_iter=10)  # fmt: skip
+    np.testing.assert_allclose(a.W, b.W, rtol=1e-9, atol=1e-12)
+    with pytest.raises(TypeError, match="unobserved must be a scipy.sparse pattern"):
+        Observed(unobserved=np.zeros((N, T), bool))
+
+
+def test_a_nearly_exact_fit_reports_its_error_exactly():
+    """Below 1e-4 of ||V||^2 the Gram expansion would lose the fit's digits:
+    E is then recomputed by blocks, and the run stops where the dense mask's does."""
+    rng = np.random.default_rng(1)
+    W0, H0 = np.zeros((60, 3)), np.zeros((3, 60))
+    for k in range(3):  # three blocks: an exact rank-3 fit exists
+        W0[20 * k : 20 * (k + 1), k] = rng.random(20) + 0.5
+        H0[k, 20 * k : 20 * (k + 1)] = rng.random(20) + 0.5
+    V = sp.csr_matrix(W0 @ H0 * 1e3)
+    observed = Observed.all_but(*np.divmod(rng.choice(3600, 100, replace=False), 60), (60, 60))
+    a = _quiet(nmf_sc, V, 3, mask=observed, random_state=3)
+    b = _quiet(nmf_sc, V.toarray(), 3, mask=observed.to_mask(), random_state=3)
+    assert b.relative_error < 1e-8 and b.stop_reason == "tol"
+    assert a.n_iter == b.n_iter
+    assert a.relative_error == pytest.approx(b.relative_error, rel=1e-5)
+
+
 def test_all_but_refuses_a_pattern_that_leaves_nothing():
     rows, cols = np.divmod(np.arange(6), 3)
     with pytest.raises(ValueError, match="every entry is unobserved"):

@@ -141,9 +141,9 @@ class Holdout:
     fits), ``masked`` (whether some entry is hidden or missing),
     ``hidden_pattern`` (the hidden entries, a CSR pattern of V's shape),
     ``hidden_values`` (V's values there, in row-major order),
-    ``hidden_rows`` and ``hidden_cols``; but with ``zeros_observed``,
-    ``hidden`` (boolean, of V's shape for dense V, of its stored entries
-    for sparse V).
+    ``hidden_rows`` and ``hidden_cols``; and, without ``zeros_observed``,
+    ``hidden`` and ``train`` (boolean, of V's shape for dense V, of its
+    stored entries for sparse V).
     """
 
     def __init__(self, V, fraction, seed, missing, zeros_observed=False):

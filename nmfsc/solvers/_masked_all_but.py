@@ -36,7 +36,7 @@ import numpy as np
 from scipy import sparse
 
 from nmfsc import _entries
-from nmfsc.solvers._data import inner, total
+from nmfsc.solvers._data import BLOCK_ENTRIES, EXACT_BELOW, inner, total
 from nmfsc.solvers.checkpoint import fingerprint
 
 __all__ = ["LowRankResidual", "MaskedAllBut", "drop_entries"]
@@ -98,12 +98,35 @@ class MaskedAllBut:
 
     def residual_energy(self, W, H, out=None):
         """``(R, E)``: R a :class:`LowRankResidual`, E by the Gram expansion
-        (module docstring), float64 and never below 0 (``out`` is not used)."""
+        (module docstring), float64; exactly by blocks of rows of W H where
+        the expansion is below ``EXACT_BELOW`` of :math:`\\lVert \tilde V
+        \rVert^2` (its cancellation would then cost the fit's digits), as
+        for an unmasked sparse V (``out`` is not used)."""
         R = LowRankResidual(W, H, self.at_unobserved(W, H), self.pattern)
         quad = inner(_gram(W.T), _gram(H))
         cross = inner(np.asarray(self.wtv(W), dtype=np.float64), H)
         hidden = float(np.dot(R.at_unobserved, R.at_unobserved))
-        return R, max(0.0, 0.5 * (quad - 2.0 * cross - hidden + self.vv))
+        energy = 0.5 * (quad - 2.0 * cross - hidden + self.vv)
+        if energy >= EXACT_BELOW * self.vv:
+            return R, energy
+        return R, self.exact_half_squared_error(W, H)
+
+    def exact_half_squared_error(self, W, H):
+        """:math:`\tfrac12 \\lVert \\Omega \\odot (\tilde V - W H) \rVert^2` by
+        blocks of rows of W H (``BLOCK_ENTRIES`` entries each), zero on U:
+        O(N T M) time, O(block) memory."""
+        N, T = self.shape
+        step = max(1, BLOCK_ENTRIES // max(1, T))
+        U, result = self.pattern, 0.0
+        for start in range(0, N, step):
+            part = slice(start, min(N, start + step))
+            R = np.asarray(W[part] @ H, dtype=np.float64)
+            R -= self.V_sparse[part].toarray()
+            local = U[part]
+            rows = np.repeat(np.arange(local.shape[0]), np.diff(local.indptr))
+            R[rows, local.indices] = 0.0
+            result += inner(R, R)
+        return 0.5 * result
 
     def half_squared_error(self, W, H):
         return self.residual_energy(W, H)[1]

@@ -228,12 +228,22 @@ class StoredRows:
 
 
 class AllButRows:
-    """The sweeps for V observed at every entry but a sparse set U
+    r"""The sweeps for V observed at every entry but a sparse set U
     (:class:`~nmfsc.solvers._masked_all_but.MaskedAllBut`): no residual
     is kept, only W H on U (float64, in U's order for the step), from which
     and the Gram matrix of the other factor the kernel
     (:func:`nmfsc._kernels.masked_rows.sweep_all_but_rows`) takes each row's
-    sums. A sweep costs as the unmasked solver's does, plus O(M nnz(U))."""
+    sums. A sweep costs as the unmasked solver's does, plus O(M nnz(U)).
+
+    The weights :math:`d_t = g_{kk} - \sum_{i \in U_t} y_i^2` and the sums
+    are differences of sums over all entries and over U, so they carry an
+    error of about :math:`\epsilon\, g_{kk}` where the dense kernel's do not:
+    where a row or column of V is observed at entries that weigh little
+    (nearly all of it unobserved, or the other factor nearly zero there),
+    the entry's step departs from the dense mask's, and below
+    ``WEIGHT_FLOOR`` the entry keeps its value (as one with no observed
+    entry does). A random held-out set leaves every row and column mostly
+    observed, and the iterates are the dense mask's to rounding."""
 
     #: d_t below this times g_kk (W H's entries on U weigh on nearly all of
     #: the row's observed entries) is taken as 0: the entry keeps its value.
