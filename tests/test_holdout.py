@@ -45,7 +45,11 @@ def test_holdout_hides_the_same_entries_for_every_method(low_rank):
             low_rank[split.hidden]
         )
         assert row["holdout_error"] == pytest.approx(expected, rel=1e-9)
+        train = ~split.hidden  # and the error on the entries the masked methods fit
+        fitted = np.linalg.norm((WH - low_rank)[train]) / np.linalg.norm(low_rank[train])
+        assert row["fitted_error"] == pytest.approx(fitted, rel=1e-9)
     assert result.settings["holdout"] == 0.2
+    assert "fitted-entries error" in result.to_markdown()
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
@@ -228,7 +232,7 @@ def test_sparse_holdout_is_the_dense_one_with_unstored_entries_missing():
     kw = {"methods": ["nmf_sc", "nmf_euclidean"], "holdout": 0.15, "max_iter": 100}
     dense = run(holes, missing_values=np.nan, **kw)
     stored = run(S, sparse_zeros="missing", **kw)
-    _same_rows(dense, stored, ["holdout_error"])
+    _same_rows(dense, stored, ["holdout_error", "fitted_error"])
 
 
 def test_sparse_holdout_hides_stored_entries_and_keeps_v_sparse(monkeypatch):

@@ -344,7 +344,7 @@ def test_compare_on_a_sparse_v_is_its_dense_copys_table():
     assert a.settings["sparse_zeros"] == "observed"
     for x, y in zip(a.rows, b.rows, strict=True):
         assert (x["method"], x["holdout_fit"]) == (y["method"], y["holdout_fit"])
-        for column in ("holdout_error", "relative_error", "sparseness_W"):
+        for column in ("holdout_error", "fitted_error", "relative_error", "sparseness_W"):
             assert x[column] == pytest.approx(y[column], rel=1e-7), (x["method"], column)
 
 

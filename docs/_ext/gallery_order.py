@@ -17,6 +17,7 @@ COURSE = (
     "plot_l1_versus_constraint.py",
     "plot_missing_values.py",
     "plot_orl_missing_pixels.py",
+    "plot_held_out_counts.py",
     "plot_scale.py",
 )
 

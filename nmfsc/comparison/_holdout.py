@@ -9,8 +9,10 @@ error on the hidden entries,
           / \lVert V_{\mathcal H} \rVert_2,
 
 is reported in the column ``holdout_error`` (:math:`\mathcal H` the hidden
-entries). Entries that are NaN with ``missing_values=np.nan`` are neither
-fitted nor scored.
+entries), beside the same relative error on the training entries, the ones
+the masked methods fit (``fitted_error``): as a model grows the second
+always falls, the first need not. Entries that are NaN with
+``missing_values=np.nan`` are neither fitted nor scored.
 
 The hidden entries are drawn by :func:`draw_positions` as ranks among the
 observed entries in row-major order (of a sparse V whose stored entries are
@@ -60,6 +62,7 @@ import numpy as np
 
 from nmfsc import _entries
 from nmfsc._validation import check_data
+from nmfsc.comparison._errors import frobenius_norm, relative_error
 from nmfsc.comparison._runner import failure_note
 from nmfsc.observed import Observed
 from nmfsc.solvers.framework import is_sparse
@@ -271,6 +274,43 @@ class Holdout:
             return self._all_but
         return Observed(stored=True) if self._sparse else Observed(mask=self._dense_train)
 
+    def fitted_error(self, W, H, scale):
+        r"""The relative error of W H on the training entries (the observed ones
+        not hidden), :math:`\lVert (V - W H)_{\mathrm{train}} \rVert /
+        \lVert V_{\mathrm{train}} \rVert`, W in the units of V / ``scale``: the
+        error on what the masked methods fit, the same entries for every
+        method. None when nothing is hidden or missing.
+
+        Dense V: from W H on the mask. A sparse V whose stored entries are the
+        observed ones: W H at the training stored entries. A sparse V whose
+        zeros are observed: the error on the whole filled V (exact by blocks
+        where small, :func:`~nmfsc.comparison._errors.relative_error`) less
+        its part on the unobserved entries, W H never formed."""
+        if not self.masked:
+            return None
+        F = self.filled
+        if not self._sparse:
+            train = self._dense_train
+            residual = (W @ H)[train] - F[train] / scale
+            norm = np.linalg.norm(F[train]) / scale
+            return float(np.linalg.norm(residual) / norm) if norm > 0 else None
+        if self._all_but is None:
+            kept = self.training_data(F)
+            residual = _entries.product_at(kept, W, H) - kept.data / scale
+            norm = np.linalg.norm(kept.data) / scale
+            return float(np.linalg.norm(residual) / norm) if norm > 0 else None
+        U = self._all_but.unobserved
+        at_unobserved = _entries.values_at(F, U) / scale
+        outside = _entries.product_at(U, W, H) - at_unobserved
+        scaled = F / scale
+        whole_norm = frobenius_norm(scaled)
+        whole = relative_error(scaled, W, H, whole_norm) * whole_norm
+        squared = whole**2 - float(outside @ outside)
+        norm_squared = whole_norm**2 - float(at_unobserved @ at_unobserved)
+        if not norm_squared > 0:
+            return None
+        return float(np.sqrt(max(squared, 0.0) / norm_squared))
+
     def training_data(self, V):
         """The V the masked methods fit (``V`` is the filled matrix as checked
         and normalised): ``V`` itself for dense V (they read it only at
@@ -330,7 +370,8 @@ def _baseline_errors(hidden_values, row_means):
 
 
 def holdout_rows(rows, runs, holdout, scale):
-    """Add ``holdout_error`` (with a fraction hidden) and ``holdout_fit`` to each row.
+    """Add ``holdout_error`` (with a fraction hidden), ``holdout_fit`` and
+    ``fitted_error`` (:meth:`Holdout.fitted_error`) to each row.
 
     A run whose held-out error is above 1 (worse than predicting zero on the
     hidden entries) or not finite is failed (``stop_reason`` ``"failed"``,
@@ -339,11 +380,14 @@ def holdout_rows(rows, runs, holdout, scale):
     target = holdout.hidden_values / scale
     norm = float(np.linalg.norm(target))
     for row in rows:
+        run = runs[(row["method"], row["seed"])]
         if holdout.masked:
             row["holdout_fit"] = "masked" if row["method"] in MASKED_METHODS else "row means"
+            if run.failure is None:  # a run that raised has no factors to measure
+                fitted = holdout.fitted_error(run.W, run.H, scale)
+                row["fitted_error"] = fitted if fitted is None or np.isfinite(fitted) else None
         if not target.size:
             continue
-        run = runs[(row["method"], row["seed"])]
         predicted = _entries.product_at(holdout.hidden_pattern, run.W, run.H)
         predicted -= target
         error = float(np.linalg.norm(predicted))

@@ -121,8 +121,9 @@ class MethodRun:
     params: dict = field(default_factory=dict)
     #: Why the run failed (an exception's one line), or None when it ran.
     failure: str | None = None
-    #: How far the fit is from stationary (NMFResult.stationarity), None where
-    #: not measured (a masked fit, an objective other than the squared error).
+    #: How far the fit is from stationary (NMFResult.stationarity; a masked
+    #: fit's on the entries it fits), None where not measured (an objective
+    #: other than the squared error).
     stationarity: float | None = None
 
 

@@ -29,6 +29,7 @@ COLUMNS = (
     ("seed", "seed", "{}"),
     ("relative_error", "rel. error", "{:.4f}"),
     ("rescaled_relative_error", "rescaled rel. error", "{:.4f}"),
+    ("fitted_error", "fitted-entries error", "{:.4f}"),
     ("holdout_error", "held-out error", "{:.4f}"),
     ("holdout_fit", "fitted to", "{}"),
     ("sparseness_W", "sparseness W", "{:.3f}"),
@@ -49,6 +50,7 @@ CONVERGED = ("tol", "step_size")
 SUMMARY_KEYS = (
     "relative_error",
     "rescaled_relative_error",
+    "fitted_error",
     "holdout_error",
     "sparseness_W",
     "sparseness_H",
@@ -186,7 +188,8 @@ def _budget_text(s):
         "W H = 0 (relative error above 1) is marked (failed). The rule measures a rate, "
         "not a distance to a solution: the column stationarity (the projected gradient "
         "relative to the gradient's terms, 0 at a stationary point; for the fits of the "
-        "squared error without a mask or penalty) says how far each fit still is."
+        "squared error without a penalty, a masked fit's on the entries it fits) says how "
+        "far each fit still is."
     )
 
 
