@@ -128,8 +128,10 @@ class SparseNMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     missing_values : None or np.nan, default None
         np.nan: NaN entries of X are missing, and ``fit``, ``transform``,
         ``fit_transform`` and ``score`` use the observed entries only (the
-        masked objective, :func:`nmfsc.nmf_sc`'s ``mask``; dense X). None:
-        NaN is an error.
+        masked objective, :func:`nmfsc.nmf_sc`'s ``mask``). A scipy.sparse X
+        stays sparse: its stored NaN are the missing entries, every other
+        entry (unstored zeros included) is observed
+        (:meth:`nmfsc.observed.Observed.all_but`). None: NaN is an error.
 
     Attributes
     ----------

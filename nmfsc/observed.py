@@ -139,19 +139,16 @@ class Observed:
 
     @classmethod
     def from_nan(cls, X: Any, name: str) -> tuple[Any, Observed | None]:
-        """``(X with zeros where NaN, its observed entries or None)`` of a
-        dense X checked but for its NaN (NaN marks a missing entry): None
-        when nothing is missing, so that such X runs the unmasked solver and
-        gives its iterates bit for bit. A scipy.sparse X without NaN is
-        returned as it is; one that stores NaN, a negative entry, or an X with
-        no observed entry is refused in one line naming ``name``."""
+        """``(X with zeros where NaN, its observed entries or None)`` of an X
+        checked but for its NaN (NaN marks a missing entry): None when
+        nothing is missing, so that such X runs the unmasked solver and gives
+        its iterates bit for bit. A scipy.sparse X stays sparse: its stored
+        NaN are the missing entries and every other entry, an unstored zero
+        included, is observed (:meth:`all_but`); the NaN are no longer
+        stored in the X returned (CSR). A negative entry, or an X with no
+        observed entry, is refused in one line naming ``name``."""
         if hasattr(X, "nnz"):
-            if not np.isnan(X.data).any():
-                return X, None
-            raise TypeError(
-                f"{name}: missing values (NaN) need dense data; for scipy.sparse data whose "
-                "stored entries are the observed ones, use nmfsc.nmf_sc(V, k, mask='stored')"
-            )
+            return cls._sparse_from_nan(X, name)
         missing = np.isnan(X)
         if not missing.any():
             return X, None
@@ -161,6 +158,25 @@ class Observed:
         if np.any(filled < 0):
             raise ValueError(f"Negative values in data passed to {name} (input X)")
         return filled, cls(mask=~missing)
+
+    @classmethod
+    def _sparse_from_nan(cls, X: Any, name: str) -> tuple[Any, Observed | None]:
+        """:meth:`from_nan` of a scipy.sparse X."""
+        if not np.isnan(X.data).any():
+            return X, None
+        X = X.tocsr(copy=True)
+        X.sum_duplicates()
+        missing = np.isnan(X.data)
+        N, T = X.shape
+        if int(missing.sum()) == N * T:
+            raise ValueError(f"{name}: every entry of X is NaN (missing): there is nothing to fit")
+        if np.any(X.data[~missing] < 0):
+            raise ValueError(f"Negative values in data passed to {name} (input X)")
+        rows = np.repeat(np.arange(N, dtype=np.int64), np.diff(X.indptr))
+        observed = cls.all_but(rows[missing], X.indices[missing], X.shape)
+        counts = np.concatenate(([0], np.cumsum(~missing)))[X.indptr]
+        filled = type(X)((X.data[~missing], X.indices[~missing], counts), shape=X.shape)
+        return filled, observed
 
     @property
     def T(self) -> Observed:

@@ -103,12 +103,47 @@ def test_masked_coefficients_ignore_the_missing_entries(X, holes):
     [
         (lambda X: np.full_like(X, np.nan), ValueError, "every entry of X is NaN"),
         (lambda X: np.where(np.isnan(X), np.nan, -X), ValueError, "Negative values"),
-        (lambda X: sp.csr_matrix(X), TypeError, "need dense data"),  # it stores the NaN
+        (lambda X: sp.csr_matrix(np.where(np.isnan(X), np.nan, -X)), ValueError, "Negative"),
+        (lambda X: sp.csr_matrix(np.full_like(X, np.nan)), ValueError, "every entry of X is NaN"),
     ],
 )
 def test_bad_input_with_missing_values(holes, make, error, match):
     with pytest.raises(error, match=match):
         model(missing_values=np.nan).fit(make(holes))
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_a_sparse_x_with_nan_is_fitted_as_its_dense_copy(holes, fmt):
+    """Its stored NaN are missing, every other entry (unstored zeros included)
+    observed, as in the dense X with the same NaN; X stays sparse."""
+    dense = np.where(np.random.default_rng(4).random(holes.shape) < 0.4, 0.0, holes)
+    sparse = sp.csr_matrix(dense).asformat(fmt)  # stores the NaN and the nonzeros
+    a = model(missing_values=np.nan, sparseness_components=0.4).fit(sparse)
+    b = model(missing_values=np.nan, sparseness_components=0.4).fit(dense)
+    assert a.n_iter_ == b.n_iter_
+    np.testing.assert_allclose(a.components_, b.components_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(a.transform(sparse), b.transform(dense), rtol=1e-8, atol=1e-12)
+
+
+def test_the_command_line_fits_a_sparse_file_with_nan_as_its_dense_copy(holes, tmp_path, capsys):
+    import json
+
+    import scipy.io
+
+    from nmfsc.cli import main
+
+    dense = np.where(np.random.default_rng(5).random(holes.shape) < 0.4, 0.0, holes)
+    scipy.io.mmwrite(tmp_path / "holes.mtx", sp.coo_matrix(dense))
+    np.save(tmp_path / "holes.npy", dense)
+    records = []
+    for name in ("holes.mtx", "holes.npy"):
+        out = tmp_path / f"{name}.npz"
+        argv = ["fit", str(tmp_path / name), "-k", "3", "--sparseness-w", "0.5"]
+        assert main([*argv, "--missing-values", "nan", "--no-progress", "--out", str(out)]) == 0
+        with np.load(out) as saved:
+            records.append(json.loads(str(saved["record"])))
+    assert records[0]["n_iter"] == records[1]["n_iter"]
+    assert records[0]["relative_error"] == pytest.approx(records[1]["relative_error"], rel=1e-9)
 
 
 def test_missing_values_takes_only_nan(X):
