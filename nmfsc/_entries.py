@@ -24,6 +24,7 @@ from nmfsc._threads import run_groups, split, threads
 __all__ = [
     "in_pattern",
     "index_dtype",
+    "keep_entries",
     "merge_rows",
     "pattern",
     "pattern_of_positions",
@@ -76,6 +77,14 @@ def values_at(A, where):
     return out
 
 
+def keep_entries(A, keep):
+    """The canonical CSR (or CSC) matrix ``A`` with only its stored entries
+    where ``keep`` (booleans, one per stored entry) is true, of A's type and
+    shape; the others are no longer stored."""
+    counts = np.concatenate(([0], np.cumsum(keep)))[A.indptr]
+    return type(A)((A.data[keep], A.indices[keep], counts), shape=A.shape)
+
+
 def merge_rows(A, keep, where, row_values):
     """A CSR matrix of A's type and shape: the stored entries of the canonical
     CSR ``A`` where ``keep`` is true, and every entry of the pattern
@@ -104,11 +113,12 @@ def merge_rows(A, keep, where, row_values):
     return type(A)((data, indices, indptr), shape=A.shape)
 
 
-def product_at(where, W, H):
+def product_at(where, W, H, dtype=np.float64):
     """W H at the entries of a CSR or CSC pattern ``where`` of W H's shape, in
-    its order (float64, one dot product of length M each), by threads over
-    groups of outer rows; W H is never formed."""
-    out = np.empty(where.nnz)
+    its order (one dot product of length M each, summed in float64, stored
+    as ``dtype``), by threads over groups of outer rows; W H is never
+    formed."""
+    out = np.empty(where.nnz, dtype=dtype)
     Ht = np.ascontiguousarray(H.T)
     A, B = (Ht, W) if where.format == "csc" else (W, Ht)
     outer = where.indptr.shape[0] - 1

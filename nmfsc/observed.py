@@ -162,6 +162,8 @@ class Observed:
     @classmethod
     def _sparse_from_nan(cls, X: Any, name: str) -> tuple[Any, Observed | None]:
         """:meth:`from_nan` of a scipy.sparse X."""
+        from nmfsc._entries import keep_entries
+
         if not np.isnan(X.data).any():
             return X, None
         X = X.tocsr(copy=True)
@@ -174,9 +176,7 @@ class Observed:
             raise ValueError(f"Negative values in data passed to {name} (input X)")
         rows = np.repeat(np.arange(N, dtype=np.int64), np.diff(X.indptr))
         observed = cls.all_but(rows[missing], X.indices[missing], X.shape)
-        counts = np.concatenate(([0], np.cumsum(~missing)))[X.indptr]
-        filled = type(X)((X.data[~missing], X.indices[~missing], counts), shape=X.shape)
-        return filled, observed
+        return keep_entries(X, ~missing), observed
 
     @property
     def T(self) -> Observed:

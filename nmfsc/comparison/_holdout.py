@@ -239,9 +239,7 @@ class Holdout:
         self.hidden_values = _entries.values_at(V, self.hidden_pattern)
         kept = ~_entries.in_pattern(V, unobserved)
         sums = np.bincount(rows, weights=np.where(kept, V.data, 0.0), minlength=N)
-        counts = T - np.diff(unobserved.indptr)
-        overall = sums.sum() / max(1, counts.sum())
-        means = np.where(counts > 0, sums / np.maximum(counts, 1), overall)
+        means = _row_means(sums, T - np.diff(unobserved.indptr))
         hidden_means = np.repeat(means, np.diff(self.hidden_pattern.indptr))
         #: Relative held-out errors of the trivial predictions (module docstring).
         self.baselines = _baseline_errors(self.hidden_values, hidden_means)
@@ -320,9 +318,7 @@ class Holdout:
         missing entries no longer stored."""
         if not (self.masked and self._sparse) or self._all_but is not None:
             return V
-        keep = self.train
-        counts = np.concatenate(([0], np.cumsum(keep)))[V.indptr]
-        return type(V)((V.data[keep], V.indices[keep], counts), shape=V.shape)
+        return _entries.keep_entries(V, self.train)
 
 
 def _hidden_count(fraction, observed):
@@ -351,9 +347,15 @@ def _fill_with_row_means(values, train, rows, n_rows):
     all training entries for a row that has none), and those means."""
     counts = np.bincount(rows, weights=train, minlength=n_rows)
     sums = np.bincount(rows, weights=np.where(train, values, 0.0), minlength=n_rows)
-    overall = sums.sum() / max(1, counts.sum())
-    means = np.where(counts > 0, sums / np.maximum(counts, 1), overall)
+    means = _row_means(sums, counts)
     return np.where(train, values, means[rows]).astype(values.dtype), means
+
+
+def _row_means(sums, counts):
+    """Each row's training mean, ``sums / counts``, and the mean of all
+    training entries for a row that has none."""
+    overall = sums.sum() / max(1, counts.sum())
+    return np.where(counts > 0, sums / np.maximum(counts, 1), overall)
 
 
 def _baseline_errors(hidden_values, row_means):

@@ -48,9 +48,7 @@ def drop_entries(V, pattern):
     values are never read, so a NaN there is no error."""
     V = V.tocsr(copy=True)
     V.sum_duplicates()
-    keep = ~_entries.in_pattern(V, pattern)
-    counts = np.concatenate(([0], np.cumsum(keep)))[V.indptr]
-    return type(V)((V.data[keep], V.indices[keep], counts), shape=V.shape)
+    return _entries.keep_entries(V, ~_entries.in_pattern(V, pattern))
 
 
 class LowRankResidual:

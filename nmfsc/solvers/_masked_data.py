@@ -51,6 +51,7 @@ from functools import partial
 
 import numpy as np
 
+from nmfsc import _entries
 from nmfsc._kernels import masked as _km
 from nmfsc._kernels import updates as _ku
 from nmfsc._threads import run_groups, split, threads
@@ -241,12 +242,9 @@ class MaskedStored(MaskedDense):
         return type(V)((values, V.indices, V.indptr), shape=V.shape, copy=False)
 
     def product(self, W, H):
-        """W H at the stored entries, by threads over groups of outer rows."""
-        V = self.raw
-        out = np.empty(V.nnz, dtype=np.result_type(W.dtype, H.dtype))
-        kernel = partial(_km.stored_product, V.indptr, V.indices, *self._operands(W, H))
-        run_groups([partial(kernel, a, b, out) for a, b in self._groups(W.shape[1])])
-        return self.with_values(out)
+        """W H at the stored entries (:func:`nmfsc._entries.product_at`)."""
+        dtype = np.result_type(W.dtype, H.dtype)
+        return self.with_values(_entries.product_at(self.raw, W, H, dtype))
 
     def residual(self, Y):
         return self.with_values(Y.data - self.values)
