@@ -81,6 +81,7 @@ class MaskedAllBut:
         self.V_sparse = V / scale  # zero on U: its entries there are not stored
         self.vv = inner(self.V_sparse.data.reshape(1, -1), self.V_sparse.data.reshape(1, -1))
         self.count = V.shape[0] * V.shape[1] - pattern.nnz
+        self._wtv = None  # (W, W^T V) of the last W (wtv)
 
     def fingerprint(self):
         """The checkpoint's data fingerprint: V's observed values and U."""
@@ -134,8 +135,17 @@ class MaskedAllBut:
         return float(np.sqrt(max(0.0, 2.0 * self.half_squared_error(W, H) / self.vv)))
 
     def wtv(self, W):
-        """:math:`W^T \\tilde V` (M x T)."""
-        return np.ascontiguousarray((self.V_sparse.T @ W).T)
+        """:math:`W^T \\tilde V` (M x T), read-only: kept for the last W asked
+        for (the same array object), since the H step asks for it at its
+        gradient and at every line-search trial's E with W unchanged (the
+        solvers never modify their factors in place)."""
+        kept = self._wtv
+        if kept is not None and kept[0] is W:
+            return kept[1]
+        value = np.ascontiguousarray((self.V_sparse.T @ W).T)
+        value.flags.writeable = False
+        self._wtv = (W, value)
+        return value
 
     def vht(self, H):
         """:math:`\\tilde V H^T` (N x M)."""
