@@ -255,6 +255,10 @@ class AllButRows:
         by_col = data.pattern.tocsc()
         by_col.sort_indices()
         self.by_col = by_col  # the H step's entries (columns of V)
+        # U with the step's entries as rows and ones as values, for the sums of
+        # squares in the weights: made once for each orientation.
+        self.ones_by_row = _ones(self.by_row, data.shape[1])
+        self.ones_by_col = _ones(by_col, data.shape[0])
 
     def residual(self, W, H):
         """``(None, E)``: the sweeps keep no residual."""
@@ -264,29 +268,33 @@ class AllButRows:
         """The H step's sweeps (``R`` unused)."""
         Wt = np.ascontiguousarray(W.T, dtype=np.float64)
         A = np.asarray(self.data.wtv(W), dtype=np.float64)
-        return self._sweeps(H, Wt, A, self.by_col, W, H, rule, l1, sweeps)
+        return self._sweeps(H, Wt, A, self.by_col, self.ones_by_col, W, H, rule, l1, sweeps)
 
     def w_sweeps(self, W, H, rule, l1, sweeps):
         """The W step's sweeps over the rows of W^T; returns the new W^T."""
         Y = np.ascontiguousarray(H, dtype=np.float64)
         A = np.ascontiguousarray(self.data.vht(H).T, dtype=np.float64)
-        return self._sweeps(W.T, Y, A, self.by_row, W, H, rule, l1, sweeps)
+        return self._sweeps(W.T, Y, A, self.by_row, self.ones_by_row, W, H, rule, l1, sweeps)
 
-    def _sweeps(self, X, Y, A, pattern, W, H, rule, l1, sweeps):
+    def _sweeps(self, X, Y, A, pattern, ones, W, H, rule, l1, sweeps):
         """Sweeps over the rows of X with the other factor's rows Y, A = Y V^(T)
-        and U with X's entries as its outer index (``pattern``)."""
+        and U with X's entries as its outer index (``pattern``; ``ones``, the
+        same with ones as its values)."""
         G = Y @ Y.T
         hidden = self.data.at_unobserved(W, H, pattern)
-        squares = sparse.csr_array(
-            (np.ones(pattern.nnz), pattern.indices, pattern.indptr),
-            shape=(pattern.indptr.shape[0] - 1, Y.shape[1]),
-        )
-        squares = np.asarray(squares @ (Y * Y).T).T  # sum over U_t of y_i^2, M x n
+        squares = np.asarray(ones @ (Y * Y).T).T  # sum over U_t of y_i^2, M x n
         diagonal = np.diag(G)[:, None]
         D = diagonal - squares
         D[D <= self.WEIGHT_FLOOR * diagonal] = 0.0
         operands = (Y, A, G, pattern.indptr, pattern.indices, hidden)
         return _sweeps(X, _mr.sweep_all_but_rows, operands, D, rule, l1, sweeps)
+
+
+def _ones(pattern, n_other):
+    """A CSR or CSC ``pattern`` as a CSR matrix with its outer index as rows
+    and ones as values (``n_other`` columns)."""
+    shape = (pattern.indptr.shape[0] - 1, n_other)
+    return sparse.csr_array((np.ones(pattern.nnz), pattern.indices, pattern.indptr), shape=shape)
 
 
 def masked_sweeps() -> int:
