@@ -161,16 +161,15 @@ if not cuda.is_available():  # no GPU: load_cuda_target left the registry alone
 from numba import types as T
 from nmfsc.gpu_backend import cuda_kernels
 kernels = cuda_kernels.pass_kernels(256)
-f2, i2, f1, i1, j1 = T.float64[:, ::1], T.int64[:, ::1], T.float64[::1], T.int64[::1], T.int32[::1]
-j3, b, n = T.int32[:, :, ::1], T.boolean, T.int64
+f2, i2, f3, i3 = T.float64[:, ::1], T.int64[:, ::1], T.float64[:, :, ::1], T.int64[:, :, ::1]
+b, n = T.boolean, T.int64
 for x in (T.float32[:, ::1], T.float64[:, ::1]):
     signatures = dict(
-        support_sums=(x, f2, j3, j1, j1, b, f1, j1, n, i2, f2, f2, i2),
-        finish_pass=(i2, f2, f2, i2, f1, f1, b, b, n, f1, i1, j1, i1, n, j1, j1, i1, f1, f1),
-        clip_sums=(x, f2, j3, j1, b, f1, j1, n, f2),
-        finish_norm=(f2, f1, f1, f1, j1, f1),
-        scale=(x, b, f1, f1, j1, n, f2),
-        scale_to_rows_dtype=(x, b, f1, f1, j1, n, x),  # project_rows(dtype=X.dtype)
+        first_sums=(x, b, b, f2, i2, i3, f3),
+        second_sums=(x, b, f2, i2, i3, f3),
+        solve_rows=(x, x, b, f2, i2, n),
+        scale=(x, b, f2, i2, f2),
+        scale_to_rows_dtype=(x, b, f2, i2, x),  # project_rows(dtype=X.dtype)
     )
     for name, signature in signatures.items():
         kernel = getattr(kernels, name.replace("_to_rows_dtype", ""))

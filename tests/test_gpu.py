@@ -462,12 +462,12 @@ def test_cupy_projection_and_euclidean(V):
 def test_passes_and_sort_find_the_same_thresholds():
     """The two ways project_rows finds a row's threshold agree (the sort is
     the passes' fallback, so each is checked against the other)."""
-    from nmfsc.gpu_backend.device_projection import (
+    from nmfsc.gpu_backend.thresholds import (
         max_passes,
+        support_moments,
         thresholds_by_passes,
         thresholds_by_sort,
     )
-    from nmfsc.gpu_backend.thresholds import support_moments
 
     rng = np.random.default_rng(5)
     for n in (10, 361, 5000):

@@ -26,9 +26,8 @@ in_simulator = pytest.mark.skipif(
     reason="runs in the simulator's subprocess (test_kernels_pass_under_the_simulator)",
 )
 #: Small blocks for the simulator: 4 threads, chunks of 128 entries, 4
-#: threads per row in the per-row kernels (the simulator runs each thread
-#: as a Python thread; test_a_pass_reads_the_rows_again_where_its_threshold_fell
-#: runs finish_pass with the real ROW_THREADS).
+#: threads per row in solve_rows (the simulator runs each thread as a
+#: Python thread).
 THREADS, CHUNK, ROWS = 4, 128, 4
 LAYOUT = {"threads": THREADS, "chunk": CHUNK, "row_threads": ROWS}
 #: The fused projection against the array code (float64), per entry: ulps
@@ -111,94 +110,111 @@ def hard_rows(n, dtype, signed):
     return X, l1, l2
 
 
+def first_and_second_pass(X, l1, l2, signed, threads=THREADS, chunk=CHUNK, rows=ROWS):
+    """The fused projection's first two launches on the rows X: the arrays
+    they fill, as a dict, with the first pass's partials and thresholds
+    copied before the second pass writes over them."""
+    from nmfsc.gpu_backend.cuda_kernels import L1, L2, pass_kernels
+
+    count, n = X.shape
+    chunks = -(-n // chunk)
+    kernels = pass_kernels(threads, rows, chunk // threads)
+    out = {
+        "rows": np.zeros((count, 5)),
+        "fates": np.zeros((count, 6), dtype=np.int64),
+        "counts": np.zeros((count, chunks, 2), dtype=np.int64),
+        "sums": np.zeros((count, chunks, 2)),
+    }
+    out["rows"][:, L1], out["rows"][:, L2] = l1, l2
+    row, partials = (out["rows"], out["fates"]), (out["counts"], out["sums"])
+    kernels.first_sums[(count, chunks), threads](X, signed, not signed, *row, *partials)
+    out["first"] = {name: out[name].copy() for name in ("rows", "fates", "counts", "sums")}
+    kernels.second_sums[(count, chunks), threads](X, signed, *row, *partials)
+    return out
+
+
 @in_simulator
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_support_sums_equal_a_reference_in_the_same_order(dtype):
-    """The partials of a pass equal the reference's bits, read from the
-    rows (A) or from the support a pass before kept (B, the later passes)."""
-    from nmfsc.gpu_backend.cuda_kernels import pass_kernels
+def test_the_first_two_passes_equal_a_reference_in_the_same_order(dtype):
+    """first_sums's partials equal the reference's bits at the threshold
+    -inf, with the entries that are not finite and those below 0 counted,
+    and its row totals give the first threshold and the rows' fates;
+    second_sums's partials are the reference's at that threshold. Each
+    row's last block leaves its ticket counter at 0."""
+    from nmfsc.gpu_backend.cuda_kernels import (
+        ACTIVE,
+        ALPHA,
+        DONE,
+        FATE,
+        NONFINITE,
+        NOT_FINITE,
+        SIZE,
+    )
 
     rng = np.random.default_rng(1)
-    X = rng.standard_normal((5, 300)).astype(dtype)
+    n = 300
+    X = rng.standard_normal((4, n)).astype(dtype)
     X[3, 10] = np.nan
-    X[4] = np.round(X[4], 1)
-    alpha = np.array([-np.inf, 0.0, 0.5, -0.2, 0.3])
-    higher = np.array([0.1, 0.2, 0.5, 0.4, 0.8])  # the next pass's thresholds
-    state = np.zeros(5, dtype=np.int32)
-    chunks = -(-300 // CHUNK)
-    kernels = pass_kernels(THREADS)
-    sums = kernels.support_sums[(5, chunks), THREADS]
+    X[2] = np.round(X[2], 1)
+    l1 = np.array([l1_for_sparseness(s, n) for s in (0.3, 0.6, 0.8, 0.5)])
+    l2 = np.ones(4)
     for signed in (False, True):
-        B = np.full_like(X, np.nan)
-        kept = np.zeros((5, chunks, THREADS), dtype=np.int32)
-        from_a = np.ones(5, dtype=np.int32)
-        for keep in (0, 1):  # a pass that keeps nothing in B, then one that keeps its support
-            compact = np.full(5, keep, dtype=np.int32)
-            got = [np.zeros((5, chunks), dtype=d) for d in (np.int64, float, float, np.int64)]
-            sums(X, B, kept, from_a, compact, signed, alpha, state, CHUNK, *got)
-            for g, want in zip(got, reference_partials(X, alpha, signed), strict=True):
-                np.testing.assert_array_equal(g, want)
-            assert kept.sum() == keep * reference_partials(X, alpha, signed)[0].sum()
-        from_a[:] = 0
-        stored = kept.copy()
-        for level, keep in ((higher, 0), (higher, 1), (higher + 0.3, 0)):
-            # From B: a pass that only reads it, one that keeps its own
-            # support in place, and one that reads that smaller support.
-            compact = np.full(5, keep, dtype=np.int32)
-            got = [np.zeros((5, chunks), dtype=d) for d in (np.int64, float, float, np.int64)]
-            sums(X, B, kept, from_a, compact, signed, level, state, CHUNK, *got)
-            for g, want in zip(got[:3], reference_partials(X, level, signed)[:3], strict=True):
-                np.testing.assert_array_equal(g, want)
-            if keep:
-                assert kept.sum() == reference_partials(X, level, signed)[0].sum()
-            else:
-                np.testing.assert_array_equal(kept, stored)
-            stored = kept.copy()
+        got = first_and_second_pass(X, l1, l2, signed)
+        first = got["first"]
+        counts, S1, S2, odd = reference_partials(X, np.full(4, -np.inf), signed)
+        np.testing.assert_array_equal(first["counts"][..., 0], counts)
+        np.testing.assert_array_equal(first["counts"][..., 1], odd)
+        np.testing.assert_array_equal(first["sums"][..., 0], S1)
+        np.testing.assert_array_equal(first["sums"][..., 1], S2)
+        assert odd[3].sum() >= NOT_FINITE and (odd[:3].sum() > 0) == (not signed)
+        assert first["fates"][:, FATE].tolist() == [ACTIVE, ACTIVE, ACTIVE, NONFINITE]
+        assert first["fates"][:3, SIZE].tolist() == [n] * 3
+        assert not got["fates"][:, DONE].any() and not first["fates"][:, DONE].any()
+        alpha = first["rows"][:3, ALPHA]
+        A = np.abs(X[:3]).astype(np.float64) if signed else X[:3].astype(np.float64)
+        # Hoyer's closed form of the whole row, to rounding.
+        k, s1, s2, rho = n, A.sum(axis=1), (A * A).sum(axis=1), l1[:3] / l2[:3]
+        want = s1 / k - rho * np.sqrt((s2 - s1 * s1 / k) / (k * (k - rho * rho)))
+        np.testing.assert_allclose(alpha, want, rtol=1e-12, atol=1e-14)
+        counts, S1, S2, _ = reference_partials(X[:3], alpha, signed)
+        np.testing.assert_array_equal(got["counts"][:3, :, 0], counts)
+        np.testing.assert_array_equal(got["sums"][:3, :, 0], S1)
+        np.testing.assert_array_equal(got["sums"][:3, :, 1], S2)
+        np.testing.assert_array_equal(got["fates"][:3, SIZE], counts.sum(axis=1))
 
 
 @in_simulator
-def test_a_pass_reads_the_rows_again_where_its_threshold_fell():
-    """finish_pass: a row whose next threshold is below this pass's (by
-    rounding) reads the rows next time, not the support kept in B."""
-    from nmfsc.gpu_backend.cuda_kernels import ACTIVE, ROW_THREADS, pass_kernels
+def test_solve_rows_reads_the_rows_again_where_its_threshold_fell(monkeypatch):
+    """A row whose next threshold falls below the level its support was
+    kept at in B (by rounding, in practice; here the third closed form is
+    made to return a threshold below every entry) reads the rows
+    themselves for the next pass and keeps its support again: it still
+    ends at the projection, with one more read of the row."""
+    from nmfsc.gpu_backend import cuda_kernels, fused
 
-    count = np.array([[4], [4]], dtype=np.int64)
-    s1, s2 = np.array([[4.0], [8.0]]), np.array([[4.0], [20.0]])
-    odd = np.zeros((2, 1), dtype=np.int64)
-    alpha = np.array([5.0, -np.inf])  # row 0: ones with a threshold 5 above them
-    size, state = np.full(2, -1), np.full(2, ACTIVE, dtype=np.int32)
-    moving, from_a = np.zeros(3, dtype=np.int64), np.array([0, 1], dtype=np.int32)
-    # Row 0 read B (kept at threshold 5); row 1 read the rows and kept its support.
-    compact, stored = np.array([0, 1], dtype=np.int32), np.array([4, 0])
-    kept_level = np.array([5.0, -np.inf])
-    l1, l2 = np.full(2, 1.5), np.ones(2)
-    finish = pass_kernels(THREADS).finish_pass[2, ROW_THREADS]
-    finish(
-        count,
-        s1,
-        s2,
-        odd,
-        l1,
-        l2,
-        False,
-        True,
-        40,
-        alpha,
-        size,
-        state,
-        moving,
-        1,
-        from_a,
-        compact,
-        stored,
-        kept_level,
-        np.full(2, np.inf),  # the settled rows' conditions (none settles here)
-    )
-    assert from_a.tolist() == [1, 0] and alpha[0] < 5.0 and moving[1] == 2
-    assert stored.tolist() == [4, 4] and kept_level[1] == -np.inf
-    # The next pass keeps its support where this one's (4) is below 3/4 of
-    # what it reads: the rows (40 entries) for row 0, B's 4 for row 1.
-    assert compact.tolist() == [1, 0]
+    n = 300
+    X = np.abs(np.random.default_rng(4).standard_normal((1, n))) ** 2
+    l1, l2 = np.full(1, l1_for_sparseness(0.8, n)), np.ones(1)
+    plain_info = {}
+    plain, _ = fused.project_rows_fused(np, X, l1, l2, **LAYOUT, info=plain_info)
+    closed_form = cuda_kernels._closed_form
+    calls = []
+
+    def falls_once(k, s1, s2, rho):
+        out = closed_form(k, s1, s2, rho)
+        calls.append(k)
+        if len(calls) == 3:  # solve_rows's first pass (after first_sums's and second_sums's)
+            return (X.min() - 1.0, *out[1:])
+        return out
+
+    monkeypatch.setattr(cuda_kernels, "_closed_form", falls_once)
+    fused.release_workspaces()
+    info = {}
+    fell, _ = fused.project_rows_fused(np, X, l1, l2, **LAYOUT, info=info)
+    assert len(calls) > 3 and calls[3] == n  # the pass after the fall: the whole row
+    assert info["passes"] > plain_info["passes"] and info["read"] >= plain_info["read"] + n
+    np.testing.assert_allclose(fell, plain, rtol=0, atol=ULPS * EPS)
+    np.testing.assert_array_equal(fell != 0, plain != 0)
 
 
 @in_simulator
@@ -209,13 +225,14 @@ def test_fused_projection_is_the_cpu_projection(dtype, signed, monkeypatch):
     """Every row as the array code gives it (float32 rows: the projection of
     their float64 values) to 16 ulps of l2, as close to nmfsc.project as the
     array code is, with its support; the constant row goes to the CPU kernel."""
-    from nmfsc.gpu_backend import fused
+    from nmfsc.gpu_backend import array_projection, fused
     from nmfsc.gpu_backend.device_projection import project_rows
 
     to_cpu = []
-    monkeypatch.setattr(
-        fused, "project", lambda x, *a, **k: to_cpu.append(x) or project(x, *a, **k)
-    )
+    for module in (fused, array_projection):  # no consistent support: the array code's path
+        monkeypatch.setattr(
+            module, "project", lambda x, *a, **k: to_cpu.append(x) or project(x, *a, **k)
+        )
     n = 300
     X, l1, l2 = hard_rows(n, dtype, signed)
     S, finite = fused.project_rows_fused(np, X, l1, l2, not signed, **LAYOUT)
@@ -245,7 +262,7 @@ def test_a_float32_result_is_the_float64_result_rounded_once(dtype, signed, monk
     the rows that take the other paths (the CPU kernel, sparseness 1, not
     finite), and the array code."""
     from nmfsc.gpu_backend import fused
-    from nmfsc.gpu_backend.device_projection import project_rows_by_arrays
+    from nmfsc.gpu_backend.array_projection import project_rows_by_arrays
 
     X, l1, l2 = hard_rows(300, dtype, signed)
     X[2, 7] = np.nan
@@ -265,40 +282,59 @@ def test_a_float32_result_is_the_float64_result_rounded_once(dtype, signed, monk
 
 
 @in_simulator
-def test_the_hosts_reads_between_passes_change_nothing():
-    """Passes launched after every row has settled, before the host looks
-    (``check_every`` > 1), leave the result as it is: the same bits for
-    every spacing of the host's reads."""
-    from nmfsc.gpu_backend.fused import project_rows_fused
+def test_a_projection_is_four_launches_whatever_the_passes(monkeypatch):
+    """Rows that take many Hoyer passes and rows that take few are
+    projected in the same four launches, and the host reads the rows' fates
+    once, after them."""
+    from nmfsc.gpu_backend import fused
 
-    X, l1, l2 = hard_rows(300, np.float64, False)
-    info = {}
-    want, finite = project_rows_fused(np, X, l1, l2, **LAYOUT, check_every=1, info=info)
-    assert info["passes"] > 3  # so that spacings of 2-5 end past the last pass
-    for check_every in (2, 3, 5, 1000):
-        got, got_finite = project_rows_fused(np, X, l1, l2, **LAYOUT, check_every=check_every)
-        np.testing.assert_array_equal(got, want)
-        np.testing.assert_array_equal(got_finite, finite)
+    launches = []
+    original = fused._Launcher.__call__
+    monkeypatch.setattr(
+        fused._Launcher,
+        "__call__",
+        lambda self, kernel, *args: launches.append(kernel) or original(self, kernel, *args),
+    )
+    reads = []
+    monkeypatch.setattr(fused, "to_host", lambda a: reads.append(a.shape) or np.asarray(a))
+    n = 300
+    rng = np.random.default_rng(6)
+    for power, sparseness in ((1, 0.2), (4, 0.97)):
+        X = np.abs(rng.standard_normal((3, n))) ** power
+        info = {}
+        launches.clear()
+        reads.clear()
+        S, finite = fused.project_rows_fused(
+            np, X, np.full(3, l1_for_sparseness(sparseness, n)), np.ones(3), **LAYOUT, info=info
+        )
+        assert finite.all() and len(launches) == 4 and len(reads) == 1
+        assert (info["passes"] > 6) == (power == 4), info
+        for r in range(3):
+            want = project(X[r], l1_for_sparseness(sparseness, n), 1.0)
+            assert np.max(np.abs(S[r] - want)) <= ULPS * EPS
 
 
 @in_simulator
 def test_ill_conditioned_rows_go_to_the_cpu_kernel(monkeypatch):
-    """Rows with nearly equal entries on their support: finish_norm's
-    condition sends them to the CPU kernel (the threshold's result would
+    """Rows with nearly equal entries on their support: solve_rows's
+    condition test (or, for a row whose passes do not settle, the array
+    code's) sends them to the CPU kernel (the threshold's result would
     miss the L1 target by far more than rounding); a plain row stays."""
-    from nmfsc.gpu_backend import fused
+    from nmfsc.gpu_backend import array_projection, fused
 
     to_cpu = []
-    monkeypatch.setattr(
-        fused, "project", lambda x, *a, **k: to_cpu.append(x) or project(x, *a, **k)
-    )
+    for module in (fused, array_projection):
+        monkeypatch.setattr(
+            module, "project", lambda x, *a, **k: to_cpu.append(x) or project(x, *a, **k)
+        )
     rng = np.random.default_rng(3)
     n = 300
     X = np.stack([1.0 + 1e-4 * rng.random(n), 1.0 + 1e-6 * rng.random(n), rng.random(n)])
     l1 = np.array([l1_for_sparseness(t, n) for t in (0.9, 0.3, 0.6)])
     info = {}
     S, finite = fused.project_rows_fused(np, X, l1, np.ones(3), **LAYOUT, info=info)
-    assert finite.all() and info["on_cpu"] == len(to_cpu) == 2
+    assert finite.all() and info["on_cpu"] >= 1
+    assert info["on_cpu"] + info["sorted"] == len(to_cpu) == 2
     for r in range(2):
         np.testing.assert_array_equal(S[r], project(X[r], l1[r], 1.0))
     want = project(X[2], l1[2], 1.0)

@@ -1,51 +1,67 @@
 r"""The fused projection's CUDA kernels (Numba CUDA); the host side is
 :mod:`nmfsc.gpu_backend.fused`.
 
-The rows are cut into chunks of ``chunk`` entries; a block of ``threads``
-threads (a power of two) takes one (row, chunk): thread t reads the entries
-``start + t, start + t + threads, ...`` (coalesced), sums them in float64
-in that order, and the block's sums are combined by a tree in shared memory
-(thread t adds thread t + h, for h = threads/2, ..., 1). Each (row, chunk)
-writes its partial sums; a per-row kernel (a block of ``ROW_THREADS``
-threads for each row) then adds a row's partials: thread t those of chunks
-t, t + ROW_THREADS, ... in order, then the same tree. No sum uses
-atomics, so the same rows, threads and chunk give the same bits on every
-launch. (Only the count of rows still
-moving is an atomic integer counter, which is exact.)
+A projection is four launches, whatever the number of Hoyer passes, with
+no host read between them:
 
-- :func:`pass_kernels` ``(threads).support_sums``: one Hoyer pass, for every
-  row whose state is ``ACTIVE``: the support :math:`\{i : a_i > \alpha\}`'s
-  count k, :math:`S_1 = \sum a_i`, :math:`S_2 = \sum a_i^2`, and ``odd``,
-  the entries that are not finite (counted in units of ``NOT_FINITE``)
-  plus those below 0. With :math:`\alpha = -\infty` (the first pass) S1 and
-  S2 are the row's total and squared norm. A row reads its entries from A,
-  or from B where B holds a support at a threshold no higher (``from_a``
-  0); where ``compact`` is set, the pass keeps its support in B, each
-  thread in its own slots in A's order (in place when it reads B).
-- ``finish_pass``: per row, the partials' sums; after the first pass the
-  row's fate (not finite, already meeting its targets, sparseness 1); then
-  Hoyer's closed form :math:`\alpha_k = S_1/k - \rho \sqrt{(S_2 - S_1^2/k) /
-  (k (k - \rho^2))}` with :math:`\rho = L_1 / L_2`. A row whose support
-  did not change is ``SETTLED``; one with no room (:math:`k \le \rho^2`)
-  or a threshold that is not finite is ``STUCK`` (it would never settle).
-  It also decides the next pass's source (B where B still holds a superset
-  of its support, else A) and whether the next pass keeps its support
-  (``compact``: where this pass's support is below :data:`COMPACT_BELOW`
-  of the entries the next one reads).
-- ``clip_sums`` and ``finish_norm``: :math:`\lVert \max(a - \alpha, 0)
-  \rVert` of the settled rows, then :math:`\beta = L_2 / \lVert\cdot\rVert`;
-  a row whose condition :math:`\kappa`
-  (:func:`nmfsc.gpu_backend.thresholds.condition_parts`, its support's
-  part kept by ``finish_pass``) exceeds ``KAPPA_MAX`` is left to the CPU
-  kernel (``FALLBACK``).
-- ``scale``: the result, :math:`s = \beta \max(a - \alpha, 0)` (with x's
-  signs for the signed variant), x itself for rows that meet their targets,
-  NaN for rows that are not finite, 0 for the rest (the host fills them).
+1. ``first_sums`` (a block for each (row, chunk)): the first pass
+   (threshold :math:`-\infty`): each chunk's count of entries, its sums
+   :math:`S_1 = \sum a_i` and :math:`S_2 = \sum a_i^2`, and ``odd``, the
+   entries that are not finite (counted in units of ``NOT_FINITE``) plus
+   those below 0. The last block of a row to finish (a ticket counter per
+   row) adds the row's partials and decides the row's fate (not finite,
+   already meeting its targets, sparseness 1, no room) and its first
+   threshold, Hoyer's closed form :math:`\alpha = S_1/k - \rho \sqrt{(S_2
+   - S_1^2/k) / (k (k - \rho^2))}`, :math:`\rho = L_1 / L_2`.
+2. ``second_sums`` (the same grid): the second pass, the support
+   :math:`\{i : a_i > \alpha\}`'s count and sums; the row's last block
+   gives the next threshold and whether the support has settled.
+3. ``solve_rows`` (a block of ``row_threads`` threads for each row): the
+   rest of Hoyer's passes, until the support stops changing. The first
+   reads the rows and keeps its support in a buffer B of the rows' size,
+   each thread in its own slots; the later ones read B (the support only
+   shrinks) and rewrite it, in place, only where their support is below
+   :data:`COMPACT_BELOW` of the entries they read. A row whose threshold
+   falls below the level B was kept at (by rounding) reads the rows again
+   for that pass. Then :math:`\lVert \max(a - \alpha, 0) \rVert`,
+   :math:`\beta = L_2 / \lVert\cdot\rVert`, and the condition test that
+   leaves a row to the CPU kernel (``FALLBACK``:
+   :func:`nmfsc.gpu_backend.thresholds.condition_parts` above
+   ``KAPPA_MAX``). A row not settled in ``limit`` passes, or with no room
+   (:math:`k \le \rho^2`), is ``STUCK``: the host gives it the array
+   code's threshold.
+4. ``scale`` (a block for each (row, chunk)): the result :math:`s = \beta
+   \max(a - \alpha, 0)` (with x's signs for the signed variant), x itself
+   for rows that meet their targets, NaN for rows that are not finite, 0
+   for the rest (the host fills them).
+
+The launches 1, 2 and 4 read the rows with every multiprocessor busy; 3
+reads the rows once more, then only the kept supports, one block per row,
+each thread with :data:`UNROLL` loads in flight and no other read between.
+
+The layout: a row is cut into chunks of ``threads * per_lane`` entries,
+and a chunk into ``threads`` lanes: lane t of chunk c holds the entries
+``c * chunk + t + j * threads`` for ``j < per_lane`` (so a block of
+``threads`` threads reads a chunk coalesced, thread t its lane, and sums
+them in float64 in that order). A block's sums are combined by a tree in
+shared memory (thread t adds thread t + h, for h = width/2, ..., 1), a
+row's partials by its last block, thread t those of chunks t, t +
+threads, ... in order, then the tree. In ``solve_rows``, thread u takes
+the lanes u, u + row_threads, ... and their entries in that order, which
+are also its slots in B. No sum uses atomics (only the tickets, integer
+counters, are atomic), so the same rows and layout give the same bits on
+every launch.
 
 ``a`` is x, or :math:`|x|` when ``signed``; float32 entries are read as
-float64, so every sum is float64. These are the formulas and order of
-:func:`nmfsc.gpu_backend.thresholds.thresholds_by_passes`, whose array code
-the tests hold them to (under Numba's CUDA simulator).
+float64, so every sum is float64. These are the formulas of
+:func:`nmfsc.gpu_backend.thresholds.thresholds_by_passes`, whose array
+code the tests hold them to (under Numba's CUDA simulator).
+
+Per row, the kernels share ``rows`` (float64, row x 5: the targets
+:math:`L_1, L_2`, the threshold :math:`\alpha`, :math:`\beta` and the
+condition) and ``fates`` (int64, row x 6: the fate, the last support's
+size, the passes taken, the entries the passes read, the entries they
+kept in B, and the row's ticket counter, 0 between launches).
 
 Importing this module imports ``numba.cuda``; only
 :mod:`nmfsc.gpu_backend.fused` does, when a CuPy array is projected.
@@ -62,34 +78,53 @@ from nmfsc.gpu_backend.thresholds import KAPPA_MAX
 
 __all__ = [
     "ACTIVE",
+    "ALPHA",
+    "BETA",
     "COMPACT_BELOW",
+    "CONDITION",
+    "DONE",
     "FALLBACK",
+    "FATE",
+    "L1",
+    "L2",
     "MEETS",
-    "NOT_FINITE",
     "NONFINITE",
-    "ROW_THREADS",
+    "NOT_FINITE",
+    "PASSES",
+    "READ",
     "SETTLED",
     "SINGLE",
+    "SIZE",
+    "SOLVE_THREADS",
     "STUCK",
+    "UNROLL",
+    "WRITTEN",
     "pass_kernels",
 ]
 
-#: A row's state: still passing; settled (its threshold found); stuck (no
+#: A row's fate: still passing; settled (its threshold found); stuck (no
 #: pass will settle it: the sort decides); already meeting its targets;
-#: sparseness 1; not finite; left to the CPU kernel (no consistent support).
+#: sparseness 1; not finite; left to the CPU kernel (its threshold cannot
+#: give an accurate result).
 ACTIVE, SETTLED, STUCK, MEETS, SINGLE, NONFINITE, FALLBACK = range(7)
+#: The columns of ``rows``.
+L1, L2, ALPHA, BETA, CONDITION = range(5)
+#: The columns of ``fates``.
+FATE, SIZE, PASSES, READ, WRITTEN, DONE = range(6)
 #: The unit in which ``odd`` counts entries that are not finite (below it:
 #: the entries < 0).
 NOT_FINITE = 1 << 32
-#: Threads of the per-row kernels' blocks (``finish_pass``, ``finish_norm``):
-#: one block per row adds the row's partials.
-ROW_THREADS = 32
+#: Threads of ``solve_rows``'s blocks (one block per row), at most.
+SOLVE_THREADS = 512
+#: Entries each thread of ``solve_rows`` loads before it uses them: the
+#: loads in flight that let one block per row read at a useful rate.
+UNROLL = 8
 #: "Already meets the targets" and "sparseness 1", relative (the CPU kernels').
 FEASIBLE_RTOL = 1e-13
-#: A pass keeps its support in B (rewrites it, compacted) when the support
-#: of the pass before is below this fraction of the entries it reads: a
-#: rewrite costs a write of the support and saves the next passes' reads
-#: of the entries it drops.
+#: ``solve_rows`` rewrites B with a pass's support when that support is
+#: below this fraction of the entries the pass reads: a rewrite costs a
+#: write of the support and saves the next passes' reads of the entries
+#: it drops.
 COMPACT_BELOW = 0.75
 
 
@@ -102,7 +137,8 @@ def _trees(width):
     block's sum of ``value``; ``tree_sums(counts, sums, t)`` adds each row
     of ``counts`` (2 x width, int64) and ``sums`` (2 x width, float64),
     whose column t thread t has written, into column 0: the same tree for
-    each, with one barrier per level for the four, not one for each."""
+    each, with one barrier per level for the four, not one for each. Both
+    end with a barrier, so every thread may read the sums after them."""
 
     @cuda.jit(device=True)
     def tree_sum(shared, t, value):
@@ -132,272 +168,409 @@ def _trees(width):
     return tree_sum, tree_sums
 
 
+@cuda.jit(device=True)
+def _closed_form(k, s1, s2, rho):
+    """Hoyer's threshold of a support of k entries with sums s1, s2 (NaN
+    where there is no room, k <= rho^2), and the centred sum and room that
+    the condition needs."""
+    kf = float64(k)
+    room = kf * (kf - rho * rho)
+    if not room > 0:
+        return math.nan, 0.0, room
+    centred = max(s2 - s1 * s1 / kf, 0.0)
+    return s1 / kf - rho * math.sqrt(centred / room), centred, room
+
+
+@cuda.jit(device=True)
+def _condition(k, s1, s2, alpha, rho):
+    """:func:`nmfsc.gpu_backend.thresholds.condition_parts` of one support."""
+    kf = float64(k)
+    room = kf * (kf - rho * rho)
+    centred = s2 - s1 * s1 / kf
+    if not (centred > 0 and room > 0):
+        return math.inf
+    spread = (s2 / centred) * rho * math.sqrt(centred / room)
+    return kf * (abs(alpha) + abs(s1 / kf) + spread)
+
+
 @cache
-def pass_kernels(threads, row_threads=ROW_THREADS):
-    """The kernels for blocks of ``threads`` threads per (row, chunk) and
-    ``row_threads`` per row (:data:`ROW_THREADS`; both powers of two:
-    shared arrays need them as constants; the tests use small ones): a
-    namespace with ``support_sums``, ``finish_pass``, ``clip_sums``,
-    ``finish_norm`` and ``scale``."""
+def pass_kernels(threads, row_threads=SOLVE_THREADS, per_lane=16):
+    """The kernels for blocks of ``threads`` threads per (row, chunk) of
+    ``threads * per_lane`` entries and ``row_threads`` per row in
+    ``solve_rows`` (``threads`` and ``row_threads`` powers of two: shared
+    arrays need them as constants; the tests use small ones): a namespace
+    with ``first_sums``, ``second_sums``, ``solve_rows`` and ``scale``."""
     for name, value in (("threads", threads), ("row_threads", row_threads)):
         if value < 1 or value & (value - 1):
             raise ValueError(f"{name} must be a power of two, got {value}")
+    if per_lane < 1:
+        raise ValueError(f"per_lane must be at least 1, got {per_lane}")
+    chunk = threads * per_lane
 
     tree_sum, tree_sums = _trees(threads)
     row_tree_sum, row_tree_sums = _trees(row_threads)
 
-    @cuda.jit
-    def support_sums(
-        A, B, kept, from_a, compact, signed, alpha, state, chunk, count_out, s1_out, s2_out, odd_out
-    ):
-        r = cuda.blockIdx.x
-        c = cuda.blockIdx.y
-        t = cuda.threadIdx.x
-        if state[r] != ACTIVE:  # the whole block leaves: no barrier is skipped by half of it
-            return
+    @cuda.jit(device=True)
+    def last_block(fates, r, t, chunks, flag):
+        """After a block's partials are written: whether it is the last of
+        row r's blocks to finish (then every partial of the row is there).
+        Every thread gets the answer (a barrier inside)."""
+        if t == 0:
+            cuda.threadfence()  # this block's partials, seen before its ticket
+            ticket = cuda.atomic.add(fates, (r, DONE), 1)
+            flag[0] = 1 if ticket == chunks - 1 else 0
+        cuda.syncthreads()
+        return flag[0] == 1
+
+    @cuda.jit(device=True)
+    def row_totals(counts_in, sums_in, r, t, counts, sums):
+        """The row's partials added: thread t those of chunks t, t +
+        threads, ... in order, then the tree; (k, odd, s1, s2)."""
+        k = 0
+        odd = 0
+        s1 = 0.0
+        s2 = 0.0
+        for j in range(t, counts_in.shape[1], threads):
+            k += counts_in[r, j, 0]
+            odd += counts_in[r, j, 1]
+            s1 += sums_in[r, j, 0]
+            s2 += sums_in[r, j, 1]
+        counts[0, t] = k
+        counts[1, t] = odd
+        sums[0, t] = s1
+        sums[1, t] = s2
+        tree_sums(counts, sums, t)
+        return counts[0, 0], counts[1, 0], sums[0, 0], sums[1, 0]
+
+    @cuda.jit(device=True)
+    def chunk_sums(A, r, c, t, signed, level, counts, sums, counts_out, sums_out, buffer):
+        """This block's chunk of row r: the count, odd count and sums of its
+        entries above ``level``, written as the chunk's partials."""
         n = A.shape[1]
         start = c * chunk
         end = min(start + chunk, n)
-        level = alpha[r]
-        keep = compact[r] != 0
         k = 0
+        odd = 0
         s1 = 0.0
         s2 = 0.0
-        odd = 0
-        w = 0  # the support's entries this thread keeps in B (its slots, in order)
-        if from_a[r]:
-            i = start + t
-            while i < end:
-                x = float64(A[r, i])
-                if signed:
-                    x = abs(x)
-                if x > level:
-                    k += 1
-                    s1 += x
-                    s2 += x * x
-                    if keep:
-                        B[r, start + t + w * threads] = x
-                        w += 1
-                if not math.isfinite(x):
-                    odd += NOT_FINITE
-                elif x < 0:
-                    odd += 1
-                i += threads
-        else:  # B holds a support at most this one's level: this thread's entries, in A's order
-            for j in range(kept[r, c, t]):
-                x = float64(B[r, start + t + j * threads])
-                if x > level:
-                    k += 1
-                    s1 += x
-                    s2 += x * x
-                    if keep:
-                        B[r, start + t + w * threads] = x  # w <= j: in place
-                        w += 1
-        if keep:
-            kept[r, c, t] = w
-        counts = cuda.shared.array((2, threads), int64)
-        sums = cuda.shared.array((2, threads), float64)
+        i = start + t
+        while i < end:
+            for q in range(UNROLL):  # the loads first, so that they are in flight together
+                at = i + q * threads
+                buffer[q] = float64(A[r, at]) if at < end else -math.inf
+            for q in range(UNROLL):
+                if i + q * threads < end:
+                    x = buffer[q]
+                    if signed:
+                        x = abs(x)
+                    if x > level:
+                        k += 1
+                        s1 += x
+                        s2 += x * x
+                    if not math.isfinite(x):
+                        odd += NOT_FINITE
+                    elif x < 0:
+                        odd += 1
+            i += UNROLL * threads
         counts[0, t] = k
         counts[1, t] = odd
         sums[0, t] = s1
         sums[1, t] = s2
         tree_sums(counts, sums, t)
         if t == 0:
-            count_out[r, c] = counts[0, 0]
-            s1_out[r, c] = sums[0, 0]
-            s2_out[r, c] = sums[1, 0]
-            odd_out[r, c] = counts[1, 0]
+            counts_out[r, c, 0] = counts[0, 0]
+            counts_out[r, c, 1] = counts[1, 0]
+            sums_out[r, c, 0] = sums[0, 0]
+            sums_out[r, c, 1] = sums[1, 0]
+        cuda.syncthreads()  # the shared arrays are free again
 
     @cuda.jit
-    def finish_pass(
-        count_in,
-        s1_in,
-        s2_in,
-        odd_in,
-        l1,
-        l2,
-        first,
-        nonneg,
-        n,
-        alpha,
-        size,
-        state,
-        moving,
-        p,
-        from_a,
-        compact,
-        stored,
-        kept_level,
-        condition,
-    ):
+    def first_sums(A, signed, nonneg, rows, fates, counts_out, sums_out):
         r = cuda.blockIdx.x
+        c = cuda.blockIdx.y
         t = cuda.threadIdx.x
-        if state[r] != ACTIVE:  # the whole block leaves
+        counts = cuda.shared.array((2, threads), int64)
+        sums = cuda.shared.array((2, threads), float64)
+        flag = cuda.shared.array(1, int64)
+        buffer = cuda.local.array(UNROLL, float64)
+        chunk_sums(A, r, c, t, signed, -math.inf, counts, sums, counts_out, sums_out, buffer)
+        if not last_block(fates, r, t, counts_out.shape[1], flag):
             return
-        # The row's partials: thread t adds chunks t, t + row_threads, ...
-        # in order, then the block's tree (the same bits every launch).
-        counts = cuda.shared.array((2, row_threads), int64)
-        sums = cuda.shared.array((2, row_threads), float64)
+        k, odd, s1, s2 = row_totals(counts_out, sums_out, r, t, counts, sums)
+        if t != 0:
+            return
+        l1 = rows[r, L1]
+        l2 = rows[r, L2]
+        rho = l1 / l2
+        alpha = -math.inf
+        if odd >= NOT_FINITE:
+            here = NONFINITE
+        elif (
+            abs(s1 - l1) <= FEASIBLE_RTOL * l1
+            and abs(math.sqrt(s2) - l2) <= FEASIBLE_RTOL * l2
+            and (odd == 0 or not nonneg)
+        ):
+            here = MEETS
+        elif abs(rho - 1.0) <= FEASIBLE_RTOL:
+            here = SINGLE
+        else:
+            alpha, _, _ = _closed_form(k, s1, s2, rho)
+            here = ACTIVE if math.isfinite(alpha) else STUCK
+        n = A.shape[1]
+        rows[r, ALPHA] = alpha
+        fates[r, FATE] = here
+        fates[r, SIZE] = k
+        fates[r, PASSES] = 1
+        fates[r, READ] = n
+        fates[r, WRITTEN] = 0
+        fates[r, DONE] = 0  # for the next launch
+
+    @cuda.jit
+    def second_sums(A, signed, rows, fates, counts_out, sums_out):
+        r = cuda.blockIdx.x
+        c = cuda.blockIdx.y
+        t = cuda.threadIdx.x
+        if fates[r, FATE] != ACTIVE:  # the whole row leaves, ticket and all
+            return
+        counts = cuda.shared.array((2, threads), int64)
+        sums = cuda.shared.array((2, threads), float64)
+        flag = cuda.shared.array(1, int64)
+        buffer = cuda.local.array(UNROLL, float64)
+        level = rows[r, ALPHA]
+        chunk_sums(A, r, c, t, signed, level, counts, sums, counts_out, sums_out, buffer)
+        if not last_block(fates, r, t, counts_out.shape[1], flag):
+            return
+        k, _, s1, s2 = row_totals(counts_out, sums_out, r, t, counts, sums)
+        if t != 0:
+            return
+        rho = rows[r, L1] / rows[r, L2]
+        new, _, _ = _closed_form(k, s1, s2, rho)
+        if not math.isfinite(new):
+            fates[r, FATE] = STUCK
+        elif k == fates[r, SIZE]:
+            fates[r, FATE] = SETTLED
+            rows[r, CONDITION] = _condition(k, s1, s2, new, rho)
+        rows[r, ALPHA] = new
+        fates[r, SIZE] = k
+        fates[r, PASSES] = 2
+        fates[r, READ] = 2 * A.shape[1]
+        fates[r, DONE] = 0
+
+    @cuda.jit(device=True)
+    def slot(u, p):
+        """Where thread u's p-th slot is in a row: its lanes u, u +
+        row_threads, ... in order, each lane's entries in order."""
+        i = p // per_lane
+        lane = u + i * row_threads
+        c = lane // threads
+        return c * chunk + (lane - c * threads) + (p - i * per_lane) * threads
+
+    @cuda.jit(device=True)
+    def slot_sums(A, B, r, u, slots, from_a, keep, signed, alpha, buffer):
+        """Thread u's entries above alpha, from its slots of the rows
+        (``from_a``) or its first ``slots`` slots of B: (count, S1, S2), in
+        its slots' order; where ``keep``, they are kept in its slots of B
+        (in place: a slot is written only once read). Returns also the
+        count kept."""
+        n = A.shape[1]
         k = 0
         s1 = 0.0
         s2 = 0.0
-        odd = 0
-        for c in range(t, count_in.shape[1], row_threads):
-            k += count_in[r, c]
-            s1 += s1_in[r, c]
-            s2 += s2_in[r, c]
-            odd += odd_in[r, c]
-        counts[0, t] = k
-        counts[1, t] = odd
-        sums[0, t] = s1
-        sums[1, t] = s2
-        row_tree_sums(counts, sums, t)
-        if t != 0:
-            return
-        k = counts[0, 0]
-        odd = counts[1, 0]
-        s1 = sums[0, 0]
-        s2 = sums[1, 0]
-        rho = l1[r] / l2[r]
-        if first:
-            if odd >= NOT_FINITE:
-                state[r] = NONFINITE
-                return
-            if (
-                abs(s1 - l1[r]) <= FEASIBLE_RTOL * l1[r]
-                and abs(math.sqrt(s2) - l2[r]) <= FEASIBLE_RTOL * l2[r]
-                and (odd == 0 or not nonneg)
-            ):
-                state[r] = MEETS
-                return
-            if abs(rho - 1.0) <= FEASIBLE_RTOL:
-                state[r] = SINGLE
-                return
-        kf = float64(k)
-        room = kf * (kf - rho * rho)
-        if not room > 0:
-            state[r] = STUCK
-            return
-        centred = max(s2 - s1 * s1 / kf, 0.0)
-        new = s1 / kf - rho * math.sqrt(centred / room)
-        if not math.isfinite(new):
-            state[r] = STUCK
-            return
-        # B holds the entries above kept_level (the threshold of the last
-        # pass that kept its support): the next pass reads it where its
-        # threshold is not lower (always, but for rounding), else the rows.
-        if compact[r]:
-            stored[r] = k
-            kept_level[r] = alpha[r]
-            in_b = True
-        else:
-            in_b = from_a[r] == 0
-        from_a[r] = 0 if in_b and new >= kept_level[r] else 1
-        # Keep the next pass's support where this one is already well
-        # below what the next pass reads (its support is at most this one).
-        slots = stored[r] if from_a[r] == 0 else n
-        compact[r] = 1 if kf < COMPACT_BELOW * float64(slots) else 0
-        alpha[r] = new
-        if k == size[r]:
-            state[r] = SETTLED
-            # thresholds.condition_parts of this support (k, s1, s2 and its
-            # threshold), for finish_norm's test of the result's accuracy.
-            if centred > 0:
-                spread = (s2 / centred) * rho * math.sqrt(centred / room)
-                condition[r] = kf * (abs(new) + abs(s1 / kf) + spread)
-            else:
-                condition[r] = math.inf
-            return
-        size[r] = k
-        cuda.atomic.add(moving, p, 1)
-
-    @cuda.jit
-    def clip_sums(A, B, kept, from_a, signed, alpha, state, chunk, ss_out):
-        r = cuda.blockIdx.x
-        c = cuda.blockIdx.y
-        t = cuda.threadIdx.x
-        if state[r] != SETTLED:
-            return
-        n = A.shape[1]
-        start = c * chunk
-        end = min(start + chunk, n)
-        level = alpha[r]
-        ss = 0.0
-        if from_a[r]:
-            i = start + t
-            while i < end:
-                x = float64(A[r, i])
+        w = 0
+        p = 0
+        while p < slots:
+            for q in range(UNROLL):  # the loads first, so that they are in flight together
+                x = math.nan  # no entry: compares false
+                if p + q < slots:
+                    at = slot(u, p + q)
+                    if from_a:
+                        if at < n:
+                            x = float64(A[r, at])
+                    else:
+                        x = float64(B[r, at])
+                buffer[q] = x
+            for q in range(UNROLL):
+                x = buffer[q]
                 if signed:
                     x = abs(x)
-                z = x - level
-                if z > 0:
-                    ss += z * z
-                i += threads
-        else:  # the entries above the threshold are among B's, in A's order
-            for j in range(kept[r, c, t]):
-                z = float64(B[r, start + t + j * threads]) - level
-                if z > 0:
-                    ss += z * z
-        ss = tree_sum(cuda.shared.array(threads, float64), t, ss)
-        if t == 0:
-            ss_out[r, c] = ss
+                if x > alpha:
+                    k += 1
+                    s1 += x
+                    s2 += x * x
+                    if keep:
+                        B[r, slot(u, w)] = x
+                        w += 1
+            p += UNROLL
+        return k, s1, s2, w
 
-    @cuda.jit
-    def finish_norm(ss_in, l1, l2, condition, state, factor):
-        r = cuda.blockIdx.x
-        t = cuda.threadIdx.x
-        if state[r] != SETTLED:  # the whole block leaves
-            return
+    @cuda.jit(device=True)
+    def slot_clipped(A, B, r, u, slots, from_a, signed, alpha, buffer):
+        """Thread u's sum of :math:`(a - \\alpha)^2` over its entries above alpha."""
+        n = A.shape[1]
         ss = 0.0
-        for c in range(t, ss_in.shape[1], row_threads):  # as finish_pass adds
-            ss += ss_in[r, c]
-        ss = row_tree_sum(cuda.shared.array(row_threads, float64), t, ss)
-        if t != 0:
-            return
-        norm = math.sqrt(ss)
-        beta = l2[r] / (norm if norm > 0 else 1.0)
-        factor[r] = beta
-        if not condition[r] * beta / l1[r] <= KAPPA_MAX:  # thresholds.condition_parts
-            state[r] = FALLBACK
+        p = 0
+        while p < slots:
+            for q in range(UNROLL):
+                x = math.nan
+                if p + q < slots:
+                    at = slot(u, p + q)
+                    if from_a:
+                        if at < n:
+                            x = float64(A[r, at])
+                    else:
+                        x = float64(B[r, at])
+                buffer[q] = x
+            for q in range(UNROLL):
+                x = buffer[q]
+                if signed:
+                    x = abs(x)
+                z = x - alpha
+                if z > 0:
+                    ss += z * z
+            p += UNROLL
+        return ss
 
     @cuda.jit
-    def scale(A, signed, alpha, factor, state, chunk, S):
+    def solve_rows(A, B, signed, rows, fates, limit):
+        r = cuda.blockIdx.x
+        u = cuda.threadIdx.x
+        here = fates[r, FATE]
+        if here != ACTIVE and here != SETTLED:  # the whole block leaves
+            return
+        n = A.shape[1]
+        lanes = ((n + chunk - 1) // chunk) * threads
+        mine = (lanes - u + row_threads - 1) // row_threads if u < lanes else 0
+        everything = mine * per_lane  # this thread's slots of the rows
+        counts = cuda.shared.array((2, row_threads), int64)
+        sums = cuda.shared.array((2, row_threads), float64)
+        # [threshold]; [go on, read the rows, keep], written by thread 0 between barriers.
+        control = cuda.shared.array(1, float64)
+        switches = cuda.shared.array(3, int64)
+        buffer = cuda.local.array(UNROLL, float64)
+        rho = rows[r, L1] / rows[r, L2]
+        alpha = rows[r, ALPHA]
+        held = 0  # this thread's entries in B
+        from_a = True
+        keep = True
+        # Thread 0's record of the row (only it reads them).
+        size = fates[r, SIZE]
+        stored = 0
+        kept_level = math.inf
+        passes = fates[r, PASSES]
+        read = fates[r, READ]
+        written = fates[r, WRITTEN]
+        condition = rows[r, CONDITION]
+        go = here == ACTIVE
+        while go:
+            k, s1, s2, w = slot_sums(
+                A, B, r, u, everything if from_a else held, from_a, keep, signed, alpha, buffer
+            )
+            if keep:
+                held = w
+            counts[0, u] = k
+            counts[1, u] = 0
+            sums[0, u] = s1
+            sums[1, u] = s2
+            row_tree_sums(counts, sums, u)
+            if u == 0:
+                k = counts[0, 0]
+                s1 = sums[0, 0]
+                s2 = sums[1, 0]
+                passes += 1
+                read += n if from_a else stored
+                if keep:  # B holds this pass's support, kept at its threshold
+                    stored = k
+                    kept_level = alpha
+                    written += k
+                new, _, _ = _closed_form(k, s1, s2, rho)
+                more = 0
+                if not math.isfinite(new):
+                    here = STUCK
+                elif k == size:
+                    here = SETTLED
+                    condition = _condition(k, s1, s2, new, rho)
+                elif passes >= limit:
+                    here = STUCK
+                else:
+                    more = 1
+                size = k
+                # B holds the entries above kept_level: the next pass (or the
+                # norm) reads it where its threshold is not lower (always,
+                # but for rounding), else the rows, and then keeps again.
+                again = not new >= kept_level
+                control[0] = new
+                switches[0] = more
+                switches[1] = 1 if again else 0
+                switches[2] = 1 if again or k < COMPACT_BELOW * stored else 0
+            cuda.syncthreads()
+            go = switches[0] == 1
+            alpha = control[0]
+            from_a = switches[1] == 1
+            keep = switches[2] == 1
+            cuda.syncthreads()  # every thread has read the switches before thread 0 writes again
+        if u == 0:  # thread 0's fate, for every thread
+            fates[r, FATE] = here
+            switches[0] = 1 if here == SETTLED else 0
+        cuda.syncthreads()
+        if switches[0] == 0:  # stuck: the host sorts
+            return
+        ss = slot_clipped(A, B, r, u, everything if from_a else held, from_a, signed, alpha, buffer)
+        ss = row_tree_sum(cuda.shared.array(row_threads, float64), u, ss)
+        if u == 0:
+            norm = math.sqrt(ss)
+            beta = rows[r, L2] / (norm if norm > 0 else 1.0)
+            rows[r, ALPHA] = alpha
+            rows[r, BETA] = beta
+            if not condition * beta / rows[r, L1] <= KAPPA_MAX:
+                fates[r, FATE] = FALLBACK
+            fates[r, PASSES] = passes
+            fates[r, READ] = read + (n if from_a else stored)
+            fates[r, WRITTEN] = written
+
+    @cuda.jit
+    def scale(A, signed, rows, fates, S):
         r = cuda.blockIdx.x
         c = cuda.blockIdx.y
         t = cuda.threadIdx.x
         n = A.shape[1]
         start = c * chunk
         end = min(start + chunk, n)
-        fate = state[r]
-        level = alpha[r]
-        beta = factor[r]
+        here = fates[r, FATE]
+        alpha = rows[r, ALPHA]
+        beta = rows[r, BETA]
+        buffer = cuda.local.array(UNROLL, float64)
         i = start + t
         while i < end:
-            x = float64(A[r, i])
-            a = abs(x) if signed else x
-            if fate == SETTLED:
-                z = a - level
-                s = z * beta if z > 0 else 0.0
-            elif fate == MEETS:
-                s = a
-            elif fate == NONFINITE:
-                s = math.nan
-            else:
-                s = 0.0
-            if signed and x < 0:
-                s = -s
-            S[r, i] = s
-            i += threads
+            for q in range(UNROLL):  # the loads first, so that they are in flight together
+                at = i + q * threads
+                buffer[q] = float64(A[r, at]) if at < end else 0.0
+            for q in range(UNROLL):
+                at = i + q * threads
+                if at < end:
+                    x = buffer[q]
+                    a = abs(x) if signed else x
+                    if here == SETTLED:
+                        z = a - alpha
+                        s = z * beta if z > 0 else 0.0
+                    elif here == MEETS:
+                        s = a
+                    elif here == NONFINITE:
+                        s = math.nan
+                    else:
+                        s = 0.0
+                    if signed and x < 0:
+                        s = -s
+                    S[r, at] = s
+            i += UNROLL * threads
 
-    return _Kernels(support_sums, finish_pass, clip_sums, finish_norm, scale)
+    return _Kernels(first_sums, second_sums, solve_rows, scale)
 
 
 class _Kernels:
-    """The five kernels of one block size (:func:`pass_kernels`)."""
+    """The four kernels of one layout (:func:`pass_kernels`)."""
 
-    def __init__(self, support_sums, finish_pass, clip_sums, finish_norm, scale):
-        self.support_sums = support_sums
-        self.finish_pass = finish_pass
-        self.clip_sums = clip_sums
-        self.finish_norm = finish_norm
+    def __init__(self, first_sums, second_sums, solve_rows, scale):
+        self.first_sums = first_sums
+        self.second_sums = second_sums
+        self.solve_rows = solve_rows
         self.scale = scale

@@ -1,4 +1,6 @@
-r"""Hoyer's projection of many rows at once, in array code (CuPy or NumPy).
+r"""Hoyer's projection of many rows at once on a device (CuPy, or NumPy in
+the tests): the formulas, the choice between the fused CUDA kernels and
+the array code, and the public projection of CuPy arrays.
 
 For a row x (of :math:`|x|` for the signed variant) and targets
 :math:`L_1, L_2`, the projection is :math:`s = \beta \max(x - \alpha, 0)`,
@@ -37,11 +39,12 @@ The threshold is found by passes first
 (:func:`~nmfsc.gpu_backend.thresholds.thresholds_by_passes`: no sort, a
 few reductions over the rows per pass, as many passes as Hoyer's algorithm
 takes), and by the sort above only for rows whose passes do not settle
-(:func:`~nmfsc.gpu_backend.thresholds.thresholds_by_sort`). Memory: about
-six arrays of the rows' size. On a GPU with Numba's CUDA target the same
-passes run as fused kernels (:mod:`nmfsc.gpu_backend.fused`: at most one
-read of the rows per pass, where this array code makes about ten); this
-module's array code is their rare rows' paths and their fallback.
+(:func:`~nmfsc.gpu_backend.thresholds.thresholds_by_sort`), in array code
+(:mod:`nmfsc.gpu_backend.array_projection`; memory: about six arrays of
+the rows' size). On a GPU with Numba's CUDA target the same passes run as
+fused kernels (:mod:`nmfsc.gpu_backend.fused`: four launches per
+projection, where the array code makes about ten passes over the rows per
+Hoyer pass); the array code is their rare rows' path and their fallback.
 """
 
 from __future__ import annotations
@@ -52,35 +55,23 @@ import numpy as np
 from numba.core.errors import NumbaPerformanceWarning
 
 from nmfsc._array_api import namespace, to_host
+from nmfsc.gpu_backend.array_projection import project_rows_by_arrays
 from nmfsc.gpu_backend.cuda_target import load_cuda_target
-from nmfsc.gpu_backend.thresholds import (
-    KAPPA_MAX,
-    condition_parts,
-    max_passes,
-    row_squares,
-    support_moments,
-    thresholds_by_passes,
-    thresholds_by_sort,
-)
-from nmfsc.projection import project
 
 __all__ = [
     "fused_kernels",
     "project_batch_device",
     "project_rows",
-    "project_rows_by_arrays",
     "release_fused_workspaces",
 ]
-
-#: The relative tolerance of "already meets the targets" (the CPU kernels').
-FEASIBLE_RTOL = 1e-13
 
 
 def project_rows(xp, X, l1, l2, nonneg=True, dtype=None):
     """Project each row of the 2-D array X onto its targets ``l1[r]``, ``l2[r]``
     (1-D float64 arrays of ``xp``). Returns ``(S, finite)``: S of X's shape
-    (rows that are not finite are left NaN) and a boolean per row. The
-    projection is computed in float64 and S is stored in ``dtype``
+    (rows that are not finite are left NaN) and a boolean per row (an
+    array of ``xp``; a NumPy array from the fused kernels, whose host has
+    read it already). The projection is computed in float64 and S is stored in ``dtype``
     (float64 by default; float32 rounds each entry once, as casting the
     float64 result would). Float32 rows are read as they are (the passes'
     sums in float64), so that no float64 copy of them is made.
@@ -139,57 +130,6 @@ def _from_numba(error):
             return True
         trace = trace.tb_next
     return False
-
-
-def project_rows_by_arrays(xp, X, l1, l2, nonneg=True, dtype=None):
-    """:func:`project_rows` by the array code, whatever the arrays: the
-    threshold of each row from :func:`thresholds_by_passes`, or from
-    :func:`thresholds_by_sort` where the passes do not settle."""
-    if X.dtype != xp.float32:  # float32 rows stay float32; their sums are float64
-        X = X.astype(xp.float64, copy=False)
-    count, n = X.shape
-    A = X if nonneg else xp.abs(X)
-    finite = xp.isfinite(A).all(axis=1)
-    A = xp.where(finite[:, None], A, 0.0)
-    rho = l1 / l2
-    threshold, found, (k, s1, s2) = thresholds_by_passes(xp, A, rho, max_passes(n))
-    rest = to_host(~found & finite)
-    if rest.any():
-        rows = xp.asarray(np.flatnonzero(rest))
-        sorted_threshold, sorted_found = thresholds_by_sort(xp, A[rows], rho[rows])
-        threshold[rows] = sorted_threshold
-        found[rows] = sorted_found
-        k[rows], s1[rows], s2[rows] = support_moments(xp, A[rows], sorted_threshold)
-    Z = xp.maximum(A - xp.where(found, threshold, 0.0)[:, None], 0.0)
-    norms = xp.sqrt(xp.sum(Z * Z, axis=1))
-    beta = l2 / xp.where(norms > 0, norms, 1.0)
-    S = Z * beta[:, None]
-    # Rows whose result the threshold cannot give accurately (nearly equal
-    # entries on the support: thresholds.condition_parts) go to the CPU.
-    kappa = condition_parts(xp, k, s1, s2, threshold, rho) * beta / l1
-    ill = found & ~(kappa <= KAPPA_MAX)
-    # Sparseness 1: l2 at the first largest entry.
-    single = xp.abs(rho - 1.0) <= FEASIBLE_RTOL
-    if bool(single.any()):
-        first = xp.argmax(A, axis=1)
-        one = xp.zeros_like(S)
-        one[xp.arange(count), first] = l2
-        S = xp.where(single[:, None], one, S)
-    # Rows that meet the targets already stay as they are.
-    total = xp.sum(A, axis=1, dtype=xp.float64)
-    norm = xp.sqrt(row_squares(xp, A))
-    meets = (xp.abs(total - l1) <= FEASIBLE_RTOL * l1) & (xp.abs(norm - l2) <= FEASIBLE_RTOL * l2)
-    if nonneg:
-        meets &= (X >= 0).all(axis=1)
-    S = xp.where(meets[:, None], A, S)
-    if not nonneg:
-        S = xp.where(X < 0, -S, S)
-    fallback = to_host(finite & (~found | ill) & ~single & ~meets)
-    for r in np.flatnonzero(fallback):
-        row = project(to_host(X[r]), float(l1[r]), float(l2[r]), nonneg=nonneg)
-        S[r] = xp.asarray(row)
-    S = xp.where(finite[:, None], S, xp.nan)
-    return S.astype(xp.float64 if dtype is None else dtype, copy=False), finite
 
 
 _FUSED: list = []  # [project_rows_fused] or [None], once decided
@@ -256,9 +196,10 @@ def project_batch_device(X, l1, l2, axis, nonneg, method, return_passes):
         S, finite = project_rows(xp, rows, l1a, l2a, nonneg)
     finally:
         release_fused_workspaces()
-    if not bool(finite.all()):
+    finite = to_host(finite)
+    if not finite.all():
         what = "column" if axis == 0 and X.ndim == 2 else "row"
-        first = int(to_host(xp.flatnonzero(~finite))[0])
+        first = int(np.flatnonzero(~finite)[0])
         raise ValueError(f"X contains NaN or infinity ({what} {first})")
     if X.ndim == 1:
         return S[0]
