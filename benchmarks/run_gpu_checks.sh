@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 33's GPU checks in one go, for a machine with an NVIDIA GPU and CuPy,
+# Issue 46's GPU checks in one go, for a machine with an NVIDIA GPU and CuPy,
 # in an order that keeps the most wanted output when time is short: the
 # versions and whether the fused projection's kernels compile, their accuracy
 # (benchmarks/accuracy_gpu_projection.py --cupy), then benchmarks/bench_gpu.py
