@@ -28,12 +28,14 @@ __all__ = ["FEASIBLE_RTOL", "project_rows_by_arrays"]
 FEASIBLE_RTOL = 1e-13
 
 
-def project_rows_by_arrays(xp, X, l1, l2, nonneg=True, dtype=None):
+def project_rows_by_arrays(xp, X, l1, l2, nonneg=True, dtype=None, *, by_sort=False):
     """:func:`~nmfsc.gpu_backend.device_projection.project_rows` by the
     array code, whatever the arrays: the threshold of each row from
     :func:`~nmfsc.gpu_backend.thresholds.thresholds_by_passes`, or from
     :func:`~nmfsc.gpu_backend.thresholds.thresholds_by_sort` where the
-    passes do not settle."""
+    passes do not settle; ``by_sort``: from the sort alone (rows whose
+    passes are known not to settle, such as the fused kernels' stuck
+    rows)."""
     if X.dtype != xp.float32:  # float32 rows stay float32; their sums are float64
         X = X.astype(xp.float64, copy=False)
     count, n = X.shape
@@ -41,7 +43,13 @@ def project_rows_by_arrays(xp, X, l1, l2, nonneg=True, dtype=None):
     finite = xp.isfinite(A).all(axis=1)
     A = xp.where(finite[:, None], A, 0.0)
     rho = l1 / l2
-    threshold, found, (k, s1, s2) = thresholds_by_passes(xp, A, rho, max_passes(n))
+    if by_sort:
+        threshold = xp.zeros(count)
+        found = xp.zeros(count, dtype=bool)
+        k = xp.zeros(count, dtype=xp.int64)
+        s1, s2 = xp.zeros(count), xp.zeros(count)
+    else:
+        threshold, found, (k, s1, s2) = thresholds_by_passes(xp, A, rho, max_passes(n))
     rest = to_host(~found & finite)
     if rest.any():
         rows = xp.asarray(np.flatnonzero(rest))

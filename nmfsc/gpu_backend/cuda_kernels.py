@@ -20,11 +20,14 @@ no host read between them:
    rest of Hoyer's passes, until the support stops changing. The first
    reads the rows and keeps its support in a buffer B of the rows' size,
    each thread in its own slots; the later ones read B (the support only
-   shrinks) and rewrite it, in place, only where their support is below
-   :data:`COMPACT_BELOW` of the entries they read. A row whose threshold
-   falls below the level B was kept at (by rounding) reads the rows again
-   for that pass. Then :math:`\lVert \max(a - \alpha, 0) \rVert`,
-   :math:`\beta = L_2 / \lVert\cdot\rVert`, and the condition test that
+   shrinks), and a pass rewrites B with its own support, in place, only
+   where the support of the pass before is below :data:`COMPACT_BELOW` of
+   what B holds. A row whose threshold falls below the level B was kept
+   at (by rounding) reads the rows again for that pass, and keeps its
+   support. Then :math:`\lVert \max(a - \alpha, 0) \rVert` (from B, or
+   from the rows where B holds nothing, a row settled by the second pass,
+   or too little, after such a fall), :math:`\beta = L_2 /
+   \lVert\cdot\rVert`, and the condition test that
    leaves a row to the CPU kernel (``FALLBACK``:
    :func:`nmfsc.gpu_backend.thresholds.condition_parts` above
    ``KAPPA_MAX``). A row not settled in ``limit`` passes, or with no room
@@ -121,10 +124,10 @@ SOLVE_THREADS = 512
 UNROLL = 8
 #: "Already meets the targets" and "sparseness 1", relative (the CPU kernels').
 FEASIBLE_RTOL = 1e-13
-#: ``solve_rows`` rewrites B with a pass's support when that support is
-#: below this fraction of the entries the pass reads: a rewrite costs a
-#: write of the support and saves the next passes' reads of the entries
-#: it drops.
+#: A pass of ``solve_rows`` rewrites B with its support when the support of
+#: the pass before is below this fraction of what B holds (the support
+#: only shrinks, so its own is too): a rewrite costs a write of the
+#: support and saves the next passes' reads of the entries it drops.
 COMPACT_BELOW = 0.75
 
 
@@ -198,11 +201,16 @@ def pass_kernels(threads, row_threads=SOLVE_THREADS, per_lane=16):
     """The kernels for blocks of ``threads`` threads per (row, chunk) of
     ``threads * per_lane`` entries and ``row_threads`` per row in
     ``solve_rows`` (``threads`` and ``row_threads`` powers of two: shared
-    arrays need them as constants; the tests use small ones): a namespace
-    with ``first_sums``, ``second_sums``, ``solve_rows`` and ``scale``."""
+    arrays need them as constants; the tests use small ones;
+    ``row_threads`` a multiple of ``threads``): a namespace with
+    ``first_sums``, ``second_sums``, ``solve_rows`` and ``scale``."""
     for name, value in (("threads", threads), ("row_threads", row_threads)):
         if value < 1 or value & (value - 1):
             raise ValueError(f"{name} must be a power of two, got {value}")
+    if row_threads % threads:
+        # Then a thread's slots run through the chunks in order, so that its
+        # in-place compaction writes only slots within the row.
+        raise ValueError(f"row_threads ({row_threads}) must be a multiple of threads ({threads})")
     if per_lane < 1:
         raise ValueError(f"per_lane must be at least 1, got {per_lane}")
     chunk = threads * per_lane
@@ -510,6 +518,9 @@ def pass_kernels(threads, row_threads=SOLVE_THREADS, per_lane=16):
             cuda.syncthreads()  # every thread has read the switches before thread 0 writes again
         if u == 0:  # thread 0's fate, for every thread
             fates[r, FATE] = here
+            fates[r, PASSES] = passes
+            fates[r, WRITTEN] = written
+            fates[r, READ] = read
             switches[0] = 1 if here == SETTLED else 0
         cuda.syncthreads()
         if switches[0] == 0:  # stuck: the host sorts
@@ -523,9 +534,7 @@ def pass_kernels(threads, row_threads=SOLVE_THREADS, per_lane=16):
             rows[r, BETA] = beta
             if not condition * beta / rows[r, L1] <= KAPPA_MAX:
                 fates[r, FATE] = FALLBACK
-            fates[r, PASSES] = passes
             fates[r, READ] = read + (n if from_a else stored)
-            fates[r, WRITTEN] = written
 
     @cuda.jit
     def scale(A, signed, rows, fates, S):

@@ -14,14 +14,16 @@ entries:
   gives each row's total, norm, and whether it is finite and
   non-negative, so the "already meets the targets" test costs nothing
   more;
-- the second pass reads the rows again and keeps its support,
-  :math:`k_2` entries, in a buffer B of the rows' size (each thread its
-  own slots, in the rows' order);
-- the later passes, one block per row, read B (the support only
-  shrinks) and rewrite it, in place, only where their support is below
+- the second pass reads the rows again;
+- the later passes run one block per row: the first of them reads the
+  rows once more and keeps its support, :math:`k_3` entries, in a buffer
+  B of the rows' size (each thread its own slots, in the rows' order);
+  the others read B (the support only shrinks), and rewrite it in place
+  only where the support of the pass before is below
   :data:`~nmfsc.gpu_backend.cuda_kernels.COMPACT_BELOW` (three quarters)
-  of what they read;
-- the norm of :math:`\max(a - \alpha, 0)` reads B;
+  of what B holds;
+- the norm of :math:`\max(a - \alpha, 0)` reads B (the rows, for a row
+  that settled at the second pass);
 - the result: one read of every row and one write, in the dtype asked
   for (the solvers ask for the rows' own: float32 rows get a float32 result).
 
@@ -29,7 +31,7 @@ The host reads each row's fate once, after the last launch. The rare
 rows take the array code's paths, on those rows only: a row whose passes
 do not settle (or that has no room) is projected by
 :func:`~nmfsc.gpu_backend.array_projection.project_rows_by_arrays`
-(its threshold from its sorted entries), one whose threshold cannot give
+with its threshold from its sorted entries, one whose threshold cannot give
 an accurate result (nearly equal entries on its support:
 :func:`~nmfsc.gpu_backend.thresholds.condition_parts`) by the CPU kernel
 (copied to the host and back), and a row at sparseness 1 gets
@@ -263,6 +265,7 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, row_threads, inf
     work = _workspace(xp, X, S.dtype, chunks, threads)
     work.rows[:, K.L1] = l1
     work.rows[:, K.L2] = l2
+    work.fates[:, K.DONE] = 0  # as the kernels leave them, unless one was cut short
     launch, v = work.launch, work.views
     x_, s_ = launch.view(X), launch.view(S)
     grid = (count, chunks)
@@ -274,9 +277,11 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, row_threads, inf
     fates = to_host(work.fates)  # the one host read
     fate = fates[:, K.FATE]
     stuck = np.flatnonzero(fate == K.STUCK)
-    if stuck.size:  # the array code's threshold (its passes, then a sort)
+    if stuck.size:  # the array code's threshold, by a sort
         rows = xp.asarray(stuck)
-        S[rows], _ = project_rows_by_arrays(xp, X[rows], l1[rows], l2[rows], nonneg, S.dtype)
+        S[rows], _ = project_rows_by_arrays(
+            xp, X[rows], l1[rows], l2[rows], nonneg, S.dtype, by_sort=True
+        )
     single = np.flatnonzero(fate == K.SINGLE)
     if single.size:
         rows = xp.asarray(single)
