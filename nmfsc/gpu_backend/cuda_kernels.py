@@ -374,29 +374,37 @@ def pass_kernels(threads, row_threads=SOLVE_THREADS, per_lane=16):
         return c * chunk + (lane - c * threads) + (p - i * per_lane) * threads
 
     @cuda.jit(device=True)
+    def load_slots(A, B, r, u, p, slots, from_a, buffer):
+        """Thread u's slots p, ..., p + UNROLL - 1 of the rows (``from_a``)
+        or of B into ``buffer``, every load issued before any is used (so
+        that they are in flight together); NaN, which compares false, past
+        its ``slots`` or the row's end."""
+        n = A.shape[1]
+        for q in range(UNROLL):
+            x = math.nan
+            if p + q < slots:
+                at = slot(u, p + q)
+                if from_a:
+                    if at < n:
+                        x = float64(A[r, at])
+                else:
+                    x = float64(B[r, at])
+            buffer[q] = x
+
+    @cuda.jit(device=True)
     def slot_sums(A, B, r, u, slots, from_a, keep, signed, alpha, buffer):
         """Thread u's entries above alpha, from its slots of the rows
         (``from_a``) or its first ``slots`` slots of B: (count, S1, S2), in
         its slots' order; where ``keep``, they are kept in its slots of B
         (in place: a slot is written only once read). Returns also the
         count kept."""
-        n = A.shape[1]
         k = 0
         s1 = 0.0
         s2 = 0.0
         w = 0
         p = 0
         while p < slots:
-            for q in range(UNROLL):  # the loads first, so that they are in flight together
-                x = math.nan  # no entry: compares false
-                if p + q < slots:
-                    at = slot(u, p + q)
-                    if from_a:
-                        if at < n:
-                            x = float64(A[r, at])
-                    else:
-                        x = float64(B[r, at])
-                buffer[q] = x
+            load_slots(A, B, r, u, p, slots, from_a, buffer)
             for q in range(UNROLL):
                 x = buffer[q]
                 if signed:
@@ -414,20 +422,10 @@ def pass_kernels(threads, row_threads=SOLVE_THREADS, per_lane=16):
     @cuda.jit(device=True)
     def slot_clipped(A, B, r, u, slots, from_a, signed, alpha, buffer):
         """Thread u's sum of :math:`(a - \\alpha)^2` over its entries above alpha."""
-        n = A.shape[1]
         ss = 0.0
         p = 0
         while p < slots:
-            for q in range(UNROLL):
-                x = math.nan
-                if p + q < slots:
-                    at = slot(u, p + q)
-                    if from_a:
-                        if at < n:
-                            x = float64(A[r, at])
-                    else:
-                        x = float64(B[r, at])
-                buffer[q] = x
+            load_slots(A, B, r, u, p, slots, from_a, buffer)
             for q in range(UNROLL):
                 x = buffer[q]
                 if signed:
