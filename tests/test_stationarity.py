@@ -235,6 +235,30 @@ def test_a_mask_measures_the_masked_objective(problem, params):
     assert b.stationarity != pytest.approx(plain.stationarity, rel=1e-3)  # another objective
 
 
+def test_the_masked_measure_of_an_exact_fit_takes_no_energy(monkeypatch):
+    """On every entry but a few, the measure needs the residual alone: near
+    an exact fit, where the energy would be recomputed by blocks of W H
+    (O(N T M)), it is not computed at all, and the measure is 0."""
+    from nmfsc.observed import Observed
+    from nmfsc.solvers import _masked_all_but
+    from nmfsc.solvers._masked_data import open_masked
+    from nmfsc.solvers.stationarity import masked_stationarity
+
+    rng = np.random.default_rng(6)
+    W, H = rng.random((30, 3)), rng.random((3, 20))
+    V = sp.csr_matrix(W @ H)
+    held_out = Observed.all_but([0, 4, 9], [2, 5, 7], V.shape)
+    data, scale = open_masked(V, held_out)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the energy was computed")
+
+    for name in ("exact_half_squared_error", "residual_energy"):
+        monkeypatch.setattr(_masked_all_but.MaskedAllBut, name, refused)
+    measure = masked_stationarity(data, W / scale, H)
+    assert measure["max"] <= 1e-12
+
+
 @pytest.mark.parametrize("solver", ["hoyer", "accelerated"])
 def test_a_masked_stationarity_tol_stops_only_where_the_fit_is_stationary(problem, solver):
     mask = np.random.default_rng(4).random(problem.shape) < 0.8

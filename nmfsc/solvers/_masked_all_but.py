@@ -101,7 +101,7 @@ class MaskedAllBut:
         the expansion is below ``EXACT_BELOW`` of :math:`\\lVert \tilde V
         \rVert^2` (its cancellation would then cost the fit's digits), as
         for an unmasked sparse V (``out`` is not used)."""
-        R = LowRankResidual(W, H, self.at_unobserved(W, H), self.pattern)
+        R = self.residual_of(W, H)
         quad = inner(_gram(W.T), _gram(H))
         cross = inner(np.asarray(self.wtv(W), dtype=np.float64), H)
         hidden = float(np.dot(R.at_unobserved, R.at_unobserved))
@@ -109,6 +109,12 @@ class MaskedAllBut:
         if energy >= EXACT_BELOW * self.vv:
             return R, energy
         return R, self.exact_half_squared_error(W, H)
+
+    def residual_of(self, W, H):
+        """R of (W, H) alone, a :class:`LowRankResidual`: without E, whose
+        Gram expansion and (near an exact fit) O(N T M) recomputation
+        :meth:`residual_energy` would add."""
+        return LowRankResidual(W, H, self.at_unobserved(W, H), self.pattern)
 
     def exact_half_squared_error(self, W, H):
         """:math:`\tfrac12 \\lVert \\Omega \\odot (\tilde V - W H) \rVert^2` by

@@ -14,6 +14,7 @@ The masked solvers ask a data object for
 ``right_rows(H, X)``                   :math:`H X^T` (M x N, C-contiguous)
 ``wtv(W)``, ``vht(H)``                 :math:`W^T \tilde V`, :math:`\tilde V H^T`
 ``residual_energy(W, H, out)``         R and :math:`\tfrac12 \lVert R \rVert_F^2` in one pass
+``residual_of(W, H)``                  R alone, where E is not wanted (the stationarity)
 ``h_terms(W, R)``, ``w_terms(H, R)``   a multiplicative update's two sums, from R
 =====================================  ==========================================
 
@@ -189,6 +190,11 @@ class MaskedDense:
         kernel = partial(_km.masked_residual, out, self.V, self.mask)
         halves = run_groups([partial(kernel, a, b) for a, b in split(self.shape[0], groups)])
         return out, float(sum(halves))
+
+    def residual_of(self, W, H):
+        """R of (W, H) (:meth:`residual_energy`'s; its E comes with it at no
+        extra pass)."""
+        return self.residual_energy(W, H)[0]
 
     def h_terms(self, W, R):
         """The H update's numerator and denominator from R:

@@ -346,7 +346,7 @@ def masked_stationarity(
     """
     W = np.asarray(W, dtype=np.float64)
     H = np.asarray(H, dtype=np.float64)
-    R = data.residual_energy(W, H)[0]
+    R = data.residual_of(W, H)
     WtV, WtWH = data.h_terms(W, R)
     VHt, WHHt = data.w_terms(H, R)
     return _measure(W, H, (WHHt, VHt), (WtWH, WtV), sparseness_w, sparseness_h, average_sparseness)
