@@ -174,14 +174,13 @@ def _trees(width):
 @cuda.jit(device=True)
 def _closed_form(k, s1, s2, rho):
     """Hoyer's threshold of a support of k entries with sums s1, s2 (NaN
-    where there is no room, k <= rho^2), and the centred sum and room that
-    the condition needs."""
+    where there is no room, k <= rho^2)."""
     kf = float64(k)
     room = kf * (kf - rho * rho)
     if not room > 0:
-        return math.nan, 0.0, room
+        return math.nan
     centred = max(s2 - s1 * s1 / kf, 0.0)
-    return s1 / kf - rho * math.sqrt(centred / room), centred, room
+    return s1 / kf - rho * math.sqrt(centred / room)
 
 
 @cuda.jit(device=True)
@@ -194,6 +193,21 @@ def _condition(k, s1, s2, alpha, rho):
         return math.inf
     spread = (s2 / centred) * rho * math.sqrt(centred / room)
     return kf * (abs(alpha) + abs(s1 / kf) + spread)
+
+
+@cuda.jit(device=True)
+def _after_pass(k, s1, s2, rho, size):
+    """A row's ``(fate, threshold, condition)`` after a pass whose support
+    has k entries with sums s1, s2, where the pass before had ``size``:
+    ``STUCK`` where the closed form gives no threshold, ``SETTLED`` (with
+    the support's condition) where the support kept its size, else
+    ``ACTIVE``; the condition is infinite unless settled."""
+    new = _closed_form(k, s1, s2, rho)
+    if not math.isfinite(new):
+        return STUCK, new, math.inf
+    if k == size:
+        return SETTLED, new, _condition(k, s1, s2, new, rho)
+    return ACTIVE, new, math.inf
 
 
 @cache
@@ -215,7 +229,7 @@ def pass_kernels(threads, row_threads=SOLVE_THREADS, per_lane=16):
         raise ValueError(f"per_lane must be at least 1, got {per_lane}")
     chunk = threads * per_lane
 
-    tree_sum, tree_sums = _trees(threads)
+    _, tree_sums = _trees(threads)  # (the grid kernels add by tree_sums alone)
     row_tree_sum, row_tree_sums = _trees(row_threads)
 
     @cuda.jit(device=True)
@@ -322,7 +336,7 @@ def pass_kernels(threads, row_threads=SOLVE_THREADS, per_lane=16):
         elif abs(rho - 1.0) <= FEASIBLE_RTOL:
             here = SINGLE
         else:
-            alpha, _, _ = _closed_form(k, s1, s2, rho)
+            alpha = _closed_form(k, s1, s2, rho)
             here = ACTIVE if math.isfinite(alpha) else STUCK
         n = A.shape[1]
         rows[r, ALPHA] = alpha
@@ -351,13 +365,9 @@ def pass_kernels(threads, row_threads=SOLVE_THREADS, per_lane=16):
         k, _, s1, s2 = row_totals(counts_out, sums_out, r, t, counts, sums)
         if t != 0:
             return
-        rho = rows[r, L1] / rows[r, L2]
-        new, _, _ = _closed_form(k, s1, s2, rho)
-        if not math.isfinite(new):
-            fates[r, FATE] = STUCK
-        elif k == fates[r, SIZE]:
-            fates[r, FATE] = SETTLED
-            rows[r, CONDITION] = _condition(k, s1, s2, new, rho)
+        here, new, condition = _after_pass(k, s1, s2, rows[r, L1] / rows[r, L2], fates[r, SIZE])
+        fates[r, FATE] = here
+        rows[r, CONDITION] = condition
         rows[r, ALPHA] = new
         fates[r, SIZE] = k
         fates[r, PASSES] = 2
@@ -488,17 +498,10 @@ def pass_kernels(threads, row_threads=SOLVE_THREADS, per_lane=16):
                     stored = k
                     kept_level = alpha
                     written += k
-                new, _, _ = _closed_form(k, s1, s2, rho)
-                more = 0
-                if not math.isfinite(new):
+                here, new, condition = _after_pass(k, s1, s2, rho, size)
+                if here == ACTIVE and passes >= limit:
                     here = STUCK
-                elif k == size:
-                    here = SETTLED
-                    condition = _condition(k, s1, s2, new, rho)
-                elif passes >= limit:
-                    here = STUCK
-                else:
-                    more = 1
+                more = 1 if here == ACTIVE else 0
                 size = k
                 # B holds the entries above kept_level: the next pass (or the
                 # norm) reads it where its threshold is not lower (always,
