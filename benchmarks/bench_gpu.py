@@ -15,9 +15,11 @@ Prints every number issue 46's GPU targets name, measured in one process:
   search trial multiplies);
 - the projection of H's 72 rows of T entries on the GPU against one pass
   over them (a sum): by the fused Numba CUDA kernels (what ``nmf_sc`` uses
-  where Numba's CUDA target is installed: four launches), with the Hoyer
+  where Numba's CUDA target is installed) in both their forms, four
+  launches ("rows") and one cooperative launch ("grid"), with the Hoyer
   passes they took, and by the array code (CuPy operations, the
-  fallback) in the same run;
+  fallback) in the same run; and the projection of one of those rows
+  (what the accelerated solver projects, one row at a time) by each form;
 - in the GPU run, the projections per iteration (one per line search
   trial) and the time in them, and the rest of the iteration against its
   products;
@@ -36,7 +38,9 @@ its kernels on first use) and is the median of the iterations' own times
 (``NMFResult.times``; every iteration ends in a host read of its objective,
 so these times include the device's work). ``--numpy`` runs the GPU
 backend's array code with NumPy on the CPU, to try the script where no GPU
-is; its "GPU" numbers are then the CPU's. Exit status 1 when a target is missed.
+is; its "GPU" numbers are then the CPU's. ``--form`` is the fused
+projection's form the runs use (``nmfsc.gpu_backend.fused.FORM``; the
+projection alone is timed in both). Exit status 1 when a target is missed.
 
 Memory on the GPU: V (8 N T bytes in float64), about six M x T arrays
 for the projection, and an N x T temporary for the exact objective at the
@@ -56,6 +60,7 @@ from numba.core.errors import NumbaPerformanceWarning
 
 from nmfsc import ConvergenceWarning, l1_for_sparseness, nmf_sc
 from nmfsc.gpu_backend import GPU_BACKEND
+from nmfsc.gpu_backend import fused as fused_module
 from nmfsc.gpu_backend.array_projection import project_rows_by_arrays
 from nmfsc.gpu_backend.device_projection import fused_kernels, project_rows
 from nmfsc.gpu_backend.run import run_on_device
@@ -214,6 +219,41 @@ def products_seconds(xp, V, W, H, sync):
     return best_seconds(products, sync)
 
 
+def time_forms(xp, fused, trial, l1s, ones, sync, pass_s, run_form):
+    """The fused projection of ``trial``'s rows and of its first row alone,
+    timed in each form. Returns ``(forms, how, note)``: ``forms`` maps a
+    form to (seconds for the rows, seconds for one row, its ``info``);
+    ``how`` says how the runs' form (``run_form``) projected; ``note``,
+    each form's memory traffic and time in passes (``pass_s``)."""
+    forms = {}
+    for form in fused_module.FORMS:
+        info: dict = {}
+        fused(xp, trial, l1s, ones, form=form, info=info)
+        forms[form] = (
+            best_seconds(lambda f=form: fused(xp, trial, l1s, ones, form=f), sync),
+            best_seconds(lambda f=form: fused(xp, trial[:1], l1s[:1], ones[:1], form=f), sync),
+            info,
+        )
+    info = forms[run_form if run_form in forms else fused_module.chosen_form(xp, trial)][2]
+    how = (
+        f"fused kernels, form {info['form']!r}, {info['passes']} Hoyer passes, "
+        f"{info['sorted']} rows sorted, {info['on_cpu']} on the CPU"
+    )
+    notes = []
+    for form, (seconds, _, info) in forms.items():
+        # The passes' reads and writes (entries), the result's read and write
+        # (float64), in whole passes over the rows (the norm's read of the last
+        # support is left out: a few per cent of a pass).
+        read, kept = info["read"] / trial.size, info["written"] / trial.size
+        floor = read + kept + 1 + 8 / trial.dtype.itemsize
+        notes.append(
+            f"form {form!r} (ran as {info['form']!r}): {floor:.1f} passes' worth of memory "
+            f"traffic (its passes read {read:.2f} passes' worth of entries and kept "
+            f"{kept:.2f}), {seconds / pass_s:.1f} passes' time"
+        )
+    return forms, how, "The fused projection's " + "; ".join(notes)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--shape", type=int, nargs=2, default=(288, 10**6), metavar=("N", "T"))
@@ -229,9 +269,16 @@ def main(argv=None):
     )
     parser.add_argument("--data", help="an .npy file of V (N x T) instead of random V")
     parser.add_argument(
+        "--form",
+        choices=("auto", *fused_module.FORMS),
+        default=fused_module.FORM,
+        help="the fused projection's form in the runs (default: %(default)s)",
+    )
+    parser.add_argument(
         "--numpy", action="store_true", help="run the GPU code with NumPy (no GPU needed)"
     )
     args = parser.parse_args(argv)
+    fused_module.FORM = args.form
     xp = array_module(args.numpy)
     sync = synchronizer(xp)
     wall = time.perf_counter()
@@ -305,24 +352,9 @@ def main(argv=None):
     if fused is not None:
         warnings.simplefilter("ignore", NumbaPerformanceWarning)  # small grids: as project_rows
         warnings.filterwarnings("ignore", message=".*under-utilization")  # numba-cuda's class
-        info: dict = {}
-        fused(xp, trial, l1s, ones, info=info)
-        fused_s = best_seconds(lambda: fused(xp, trial, l1s, ones), sync)
-        how = (
-            f"fused kernels, {info['passes']} Hoyer passes, {info['sorted']} rows sorted, "
-            f"{info['on_cpu']} on the CPU"
-        )
-        # The passes' reads and writes (entries), the result's read and write
-        # (float64), in whole passes over the rows (the norm's read of the last
-        # support is left out: a few per cent of a pass).
-        read, kept = info["read"] / trial.size, info["written"] / trial.size
-        floor = read + kept + 1 + 8 / trial.dtype.itemsize
-        fused_note = (
-            f"The fused projection's memory traffic is {floor:.1f} passes' worth (its passes "
-            f"read {read:.2f} passes' worth of entries and kept {kept:.2f})"
-        )
+        forms, how, fused_note = time_forms(xp, fused, trial, l1s, ones, sync, pass_s, args.form)
     else:
-        fused_s = np.nan
+        forms, fused_note = {}, ""
         how = "array code: Numba's CUDA target is missing" if xp is not np else "--numpy"
 
     print("| what | seconds |")
@@ -350,7 +382,12 @@ def main(argv=None):
         f"| projection of H's {M} rows of {T}, GPU, as nmf_sc does it ({how}) "
         f"| {projection_s:.5f} |"
     )
-    print(f"| the same, fused kernels | {'not run' if fused is None else f'{fused_s:.5f}'} |")
+    for form in fused_module.FORMS:
+        seconds = f"{forms[form][0]:.5f}" if form in forms else "not run"
+        print(f"| the same, fused kernels, form {form!r} | {seconds} |")
+    for form in fused_module.FORMS:
+        seconds = f"{forms[form][1]:.5f}" if form in forms else "not run"
+        print(f"| one of those rows (the accelerated solver's), form {form!r} | {seconds} |")
     print(f"| the same, array code (the fallback) | {array_code_s:.5f} |")
     print(f"| one pass over them (a sum), GPU | {pass_s:.5f} |")
     print(
@@ -367,10 +404,7 @@ def main(argv=None):
         f"{history_gap(gpu_fast, cpu_fast):.1e}."
     )
     if fused is not None:
-        print(
-            fused_note + f": it took {fused_s / pass_s:.1f} passes' time; "
-            f"the array code {array_code_s / pass_s:.1f}."
-        )
+        print(fused_note + f"; the array code {array_code_s / pass_s:.1f} passes' time.")
     trials, in_projection = projections_per_iteration(projections)
     rest = gpu_s - in_projection
     print(
@@ -397,7 +431,8 @@ def main(argv=None):
         ok = value >= target if sense == ">=" else value <= target
         passed.append(ok)
         print(f"- {'PASS' if ok else 'FAIL'}: {text}: {value:.2f}x (target {sense} {target:g}x)")
-    print(f"\nGPU: {card_name(xp)}. CPU: {cpu_name()}, {os.cpu_count()} logical cores.")
+    print(f"\nThe runs' fused projection: form {args.form!r}.")
+    print(f"GPU: {card_name(xp)}. CPU: {cpu_name()}, {os.cpu_count()} logical cores.")
     print(
         f"Python {platform.python_version()}, numpy {np.__version__}"
         + (

@@ -22,7 +22,8 @@ launches per projection, the host's time per launch call, and the GPU's
 time per launch (CUDA events around it); and the whole projection's host
 and GPU time (``cupyx.profiler.benchmark``), with the default chunks and
 chunks of 8 to 64 entries per thread, and of 4,096 columns of the rows
-(the host's floor). This part runs without
+(the host's floor), and of one row (the accelerated solver's), in each of
+the projection's forms (``--form`` is the run's). This part runs without
 ``CUDA_LAUNCH_BLOCKING`` in a second process (``--kernels-only``).
 """
 
@@ -44,6 +45,8 @@ from collections import defaultdict
 import numpy as np
 from bench_gpu import array_module, fit, random_V
 
+from nmfsc.gpu_backend import fused as fused_module
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -57,7 +60,14 @@ def main(argv=None):
         "--numpy", action="store_true", help="run the GPU code with NumPy (no GPU needed)"
     )
     parser.add_argument("--kernels-only", action="store_true", help="only the kernels' split")
+    parser.add_argument(
+        "--form",
+        choices=("auto", *fused_module.FORMS),
+        default=fused_module.FORM,
+        help="the fused projection's form in the run (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
+    fused_module.FORM = args.form
     xp = array_module(args.numpy)
     V = xp.asarray(random_V(np.random.default_rng(2004), args.shape))
     if args.kernels_only:
@@ -136,41 +146,54 @@ def kernels(xp, V, args):
         calls[name] += 1
 
     repeats = 5
-    fused._Launcher.__call__ = timed
-    try:
-        for _ in range(repeats):
-            project(xp, trial, l1, ones)
-    finally:
-        fused._Launcher.__call__ = original
-    print(f"## The fused projection of {M} rows of {T}, by kernel (per projection)")
-    print("| kernel | launches | host s per launch | GPU s per launch | GPU s in all |")
-    print("|---|---:|---:|---:|---:|")
-    for name in calls:
-        n = calls[name]
-        print(
-            f"| {name} | {n / repeats:g} | {host[name] / n:.2e} | {gpu[name] / n:.2e} "
-            f"| {gpu[name] / repeats:.2e} |"
-        )
-    whole = benchmark(project, (xp, trial, l1, ones), n_repeat=20, n_warmup=3)
-    print(
-        f"\nThe whole projection (cupyx.profiler.benchmark, 20 runs): host "
-        f"{np.median(whole.cpu_times):.2e} s, GPU {np.median(whole.gpu_times):.2e} s (medians)."
-    )
     pass_s = benchmark(lambda: trial.sum(), (), n_repeat=20, n_warmup=3)
     print(f"One pass over the rows (a sum): GPU {np.median(pass_s.gpu_times):.2e} s.")
     narrow = xp.ascontiguousarray(trial[:, :4096])
     narrow_l1 = xp.full(M, l1_for_sparseness(args.sparseness_h, 4096))
-    floor = benchmark(project, (xp, narrow, narrow_l1, ones), n_repeat=20, n_warmup=3)
-    print(
-        f"The projection of {M} rows of 4,096 (the host's floor: little for the GPU): "
-        f"host {np.median(floor.cpu_times):.2e} s, GPU {np.median(floor.gpu_times):.2e} s."
-    )
+    for form in fused.FORMS:
+        kwargs = {"form": form}
+        project(xp, trial, l1, ones, **kwargs)  # compiled
+        for totals in (host, gpu, calls):
+            totals.clear()
+        fused._Launcher.__call__ = timed
+        try:
+            for _ in range(repeats):
+                project(xp, trial, l1, ones, **kwargs)
+        finally:
+            fused._Launcher.__call__ = original
+        print(f"\n## The fused projection of {M} rows of {T}, form {form!r}, by kernel")
+        print("| kernel | launches | host s per launch | GPU s per launch | GPU s in all |")
+        print("|---|---:|---:|---:|---:|")
+        for name in calls:
+            n = calls[name]
+            print(
+                f"| {name} | {n / repeats:g} | {host[name] / n:.2e} | {gpu[name] / n:.2e} "
+                f"| {gpu[name] / repeats:.2e} |"
+            )
+        whole = benchmark(project, (xp, trial, l1, ones), kwargs, n_repeat=20, n_warmup=3)
+        print(
+            f"\nThe whole projection (cupyx.profiler.benchmark, 20 runs): host "
+            f"{np.median(whole.cpu_times):.2e} s, GPU {np.median(whole.gpu_times):.2e} s (medians)."
+        )
+        floor = benchmark(project, (xp, narrow, narrow_l1, ones), kwargs, n_repeat=20, n_warmup=3)
+        print(
+            f"The projection of {M} rows of 4,096 (the host's floor: little for the GPU): "
+            f"host {np.median(floor.cpu_times):.2e} s, GPU {np.median(floor.gpu_times):.2e} s."
+        )
+        one = benchmark(project, (xp, trial[:1], l1[:1], ones[:1]), kwargs, n_repeat=20, n_warmup=3)
+        print(
+            f"The projection of one row of {T} (the accelerated solver's): "
+            f"host {np.median(one.cpu_times):.2e} s, GPU {np.median(one.gpu_times):.2e} s."
+        )
     threads, chunk = fused.layout(T)
-    print(f"\nChunks of other sizes (the default: {chunk} entries, {threads} threads):")
+    print(
+        f"\nChunks of other sizes, form {args.form!r} (the default: {chunk} entries, "
+        f"{threads} threads):"
+    )
     print("| entries per thread | host s | GPU s |")
     print("|---:|---:|---:|")
     for per_thread in (8, 16, 32, 64):
-        kwargs = {"threads": threads, "chunk": threads * per_thread}
+        kwargs = {"threads": threads, "chunk": threads * per_thread, "form": args.form}
         project(xp, trial, l1, ones, **kwargs)  # its own workspace
         timed_run = benchmark(project, (xp, trial, l1, ones), kwargs, n_repeat=10, n_warmup=2)
         print(

@@ -16,7 +16,8 @@
 # output with it. Runs from a checkout without installing it (needs
 # numpy, numba, scipy, pytest, hypothesis and CuPy; any cupy-cuda1Nx that
 # matches the driver; and numba-cuda for the fused projection, else the array
-# code projects).
+# code projects). FORM (default auto) is the fused projection's form in the
+# bench's and the profile's runs (--form; both time each form's projection).
 #
 #     bash benchmarks/run_gpu_checks.sh            # about 15 GB of GPU memory
 set -o pipefail
@@ -52,15 +53,20 @@ if fused:
     start = time.perf_counter()
     for dtype in (cupy.float64, cupy.float32):
         X = cupy.abs(cupy.random.default_rng(0).standard_normal((4, 5000))).astype(dtype)
-        fused(cupy, X, cupy.full(4, l1_for_sparseness(0.8, 5000)), cupy.ones(4), dtype=dtype)
+        for form in ('rows', 'grid'):
+            info = {}
+            fused(cupy, X, cupy.full(4, l1_for_sparseness(0.8, 5000)), cupy.ones(4),
+                  dtype=dtype, form=form, info=info)
+            print('form', form, 'ran as', info['form'], dtype.__name__)
     cupy.cuda.Device().synchronize()
     print(f'compiled and ran them (float64 and float32) in {time.perf_counter() - start:.1f} s')
 "
 timeout 60 python3 benchmarks/accuracy_gpu_projection.py --cupy  # the fused kernels' gaps to the CPU
 wait "$warm_up"  # the CPU kernels compiled: the bench's CPU times are the kernels' own
-timeout "${BENCH_LIMIT:-300}" python3 benchmarks/bench_gpu.py "$@"
+timeout "${BENCH_LIMIT:-300}" python3 benchmarks/bench_gpu.py --form "${FORM:-auto}" "$@"
 bench=$?
-timeout "${PROFILE_LIMIT:-60}" python3 benchmarks/profile_gpu_iteration.py --iterations 6
+timeout "${PROFILE_LIMIT:-60}" python3 benchmarks/profile_gpu_iteration.py --iterations 6 \
+    --form "${FORM:-auto}"
 workers=$(python3 -c "import xdist" 2>/dev/null && echo "-n 4 -p no:benchmark")
 # shellcheck disable=SC2086  # $workers: empty, or the words of xdist's options
 timeout "${TESTS_LIMIT:-240}" python3 -m pytest tests/test_gpu.py tests/test_cuda_target.py \

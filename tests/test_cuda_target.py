@@ -138,7 +138,7 @@ def numba_cuda_compiler():
 )
 @pytest.mark.parametrize("without_row_stack", [False, True])
 def test_the_fused_kernels_compile_for_an_h100(monkeypatch, without_row_stack):
-    """Every fused kernel, for float32 and float64 rows, compiles to PTX for
+    """Every fused kernel of both forms, for float32 and float64 rows, compiles to PTX for
     sm_90 with numba-cuda's compiler (the simulator checks their arithmetic,
     not that CUDA can compile them). Without a GPU, the device functions'
     target (numba-cuda compiles them for the current device) is set to
@@ -159,10 +159,11 @@ if not cuda.is_available():  # no GPU: load_cuda_target left the registry alone
     import numba.cuda.dispatcher as dispatcher
     dispatcher.get_current_device = lambda: t.SimpleNamespace(compute_capability=(9, 0))
 from numba import types as T
-from nmfsc.gpu_backend import cuda_kernels
+from nmfsc.gpu_backend import cuda_kernels, grid_kernels
 kernels = cuda_kernels.pass_kernels(256)
+grid = grid_kernels.grid_kernels(256)
 f2, i2, f3, i3 = T.float64[:, ::1], T.int64[:, ::1], T.float64[:, :, ::1], T.int64[:, :, ::1]
-b, n = T.boolean, T.int64
+b, n, i1, h = T.boolean, T.int64, T.int64[::1], T.int32[:, ::1]
 for x in (T.float32[:, ::1], T.float64[:, ::1]):
     signatures = dict(
         first_sums=(x, b, b, f2, i2, i3, f3),
@@ -170,11 +171,20 @@ for x in (T.float32[:, ::1], T.float64[:, ::1]):
         solve_rows=(x, x, b, f2, i2, n),
         scale=(x, b, f2, i2, f2),
         scale_to_rows_dtype=(x, b, f2, i2, x),  # project_rows(dtype=X.dtype)
+        project=(x, x, h, b, b, f2, i2, i3, f3, i1, n, f2),  # the grid form's
+        project_to_rows_dtype=(x, x, h, b, b, f2, i2, i3, f3, i1, n, x),
+        first_step=(x, b, b, f2, i2, i3, f3, i1),
+        pass_step=(x, x, h, b, f2, i2, i3, f3, i1, n, n),
+        norm_step=(x, x, h, b, f2, i2, i3, f3),
+        scale_step=(x, b, f2, i2, f2),
     )
     for name, signature in signatures.items():
-        kernel = getattr(kernels, name.replace("_to_rows_dtype", ""))
+        name = name.replace("_to_rows_dtype", "")
+        kernel = getattr(grid if hasattr(grid, name) else kernels, name)
         ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0))
         assert ".target sm_90" in ptx, name
+        if name == "project":  # the grid's barrier: a cooperative launch
+            assert "cudaCGSynchronize" in ptx, name
 print("compiled", not hasattr(np, "row_stack"))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

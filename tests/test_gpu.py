@@ -588,14 +588,20 @@ def test_device_rows_take_the_fused_kernels_else_the_array_code(monkeypatch):
 
 
 @needs_gpu
+@pytest.mark.parametrize("form", ["rows", "grid"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_cupy_rows_take_the_fused_kernels(dtype):
+def test_cupy_rows_take_the_fused_kernels(dtype, form):
     """On a GPU with Numba's CUDA target, the fused kernels project CuPy
-    rows (the real layout: rows of 10^5 in 25 chunks) as the CPU does, with
-    the same bits on every launch."""
+    rows (the real layout: rows of 10^5 in 25 chunks) as the CPU does, in
+    each form (the one-launch form runs: it does not fall back to four
+    launches), with the same bits on every launch; and the one-launch form
+    with the same bits on one block, three, and as many as the GPU holds
+    (the cross-block work the simulator, one block per cooperative grid,
+    cannot run). project_rows takes them, in the form "auto" chooses."""
     from nmfsc.gpu_backend.device_projection import fused_kernels
 
-    if fused_kernels() is None:
+    fused = fused_kernels()
+    if fused is None:
         pytest.skip("needs Numba's CUDA target (pip install numba-cuda[cu12])")
     rng = np.random.default_rng(8)
     n = 100_000
@@ -603,15 +609,43 @@ def test_cupy_rows_take_the_fused_kernels(dtype):
     X[5] = np.round(X[5], 1)
     X = X.astype(dtype)
     l1 = np.array([l1_for_sparseness(s, n) for s in (0.01, 0.3, 0.6, 0.85, 0.99, 0.7)])
-    l2 = np.ones(6)
-    S, finite = project_rows(CUPY, CUPY.asarray(X), CUPY.asarray(l1), CUPY.asarray(l2))
-    again, _ = project_rows(CUPY, CUPY.asarray(X), CUPY.asarray(l1), CUPY.asarray(l2))
-    assert bool(finite.all()) and is_cupy_array(S)
-    np.testing.assert_array_equal(S.get(), again.get())
+    on_gpu = [CUPY.asarray(a) for a in (X, l1, np.ones(6))]
+    info: dict = {}
+    S, finite = fused(CUPY, *on_gpu, form=form, info=info)
+    assert info["form"] == form and bool(finite.all()) and is_cupy_array(S)
+    S = S.get()
+    for blocks in (1, 3, None) if form == "grid" else (None,):
+        again, _ = fused(CUPY, *on_gpu, form=form, blocks=blocks)
+        np.testing.assert_array_equal(again.get(), S, err_msg=f"blocks={blocks}")
     for r in range(6):
-        want = project(X[r].astype(np.float64), l1[r], l2[r])
-        np.testing.assert_allclose(S[r].get(), want, rtol=1e-9, atol=1e-12)
-        assert np.array_equal(S[r].get() != 0, want != 0)
+        want = project(X[r].astype(np.float64), l1[r], 1.0)
+        np.testing.assert_allclose(S[r], want, rtol=1e-9, atol=1e-12)
+        assert np.array_equal(S[r] != 0, want != 0)
+    by_default, _ = project_rows(CUPY, *on_gpu)
+    np.testing.assert_allclose(by_default.get(), S, rtol=1e-9, atol=1e-12)
+
+
+@needs_gpu
+@pytest.mark.parametrize(("solver", "columns"), [("hoyer", 300), ("accelerated", 60_000)])
+def test_runs_with_the_grid_form_have_the_cpu_history(solver, columns, monkeypatch):
+    """nmf_sc on CuPy arrays with the one-launch projection: the CPU's
+    objective history (the accelerated solver's H of 5 x 60,000 is swept on
+    the device, each row one projection)."""
+    from nmfsc.gpu_backend import fused
+    from nmfsc.gpu_backend.device_projection import fused_kernels
+
+    if fused_kernels() is None:
+        pytest.skip("needs Numba's CUDA target (pip install numba-cuda[cu12])")
+    monkeypatch.setattr(fused, "FORM", "grid")
+    V = np.abs(np.random.default_rng(0).standard_normal((40, columns))) * 3.0
+    keywords = {"max_iter": 10, "tol": 0, "random_state": 1, "solver": solver}
+    params = {"sparseness_w": 0.6, "sparseness_h": 0.7}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        cpu = nmf_sc(V, 5, **params, **keywords)
+        gpu = nmf_sc(CUPY.asarray(V), 5, **params, **keywords)
+    assert not fused._GRID_FAILED
+    assert relative_gap(gpu.objective, cpu.objective) < HISTORY_RTOL
 
 
 # --- SparseNMF and fit_coefficients (SparseNMF.transform's solve) --------------

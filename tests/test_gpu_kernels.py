@@ -41,15 +41,37 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 @pytest.mark.slow  # about a minute: the simulator runs every thread as a Python thread
 @pytest.mark.skipif(SIMULATED, reason="this is the simulator's own run")
 def test_kernels_pass_under_the_simulator():
+    passes_under_the_simulator(__file__, "16 passed, 1 skipped")
+
+
+def passes_under_the_simulator(path, summary):
+    """Run the tests of ``path`` with Numba's CUDA simulator on, in a
+    subprocess: they pass, with ``summary`` (pytest's count) in the output."""
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", __file__, "-q", "-p", "no:cacheprovider", "-rs"],
+        [sys.executable, "-m", "pytest", path, "-q", "-p", "no:cacheprovider", "-rs"],
         capture_output=True,
         text=True,
         env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"},
         cwd=os.path.dirname(HERE),
     )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    assert "16 passed, 1 skipped" in out.stdout, out.stdout[-2000:]
+    assert summary in out.stdout, out.stdout[-2000:]
+
+
+def counted_launches(monkeypatch):
+    """``(launches, reads)``, lists that receive the fused projection's
+    launches (their kernels) and its host reads (their shapes)."""
+    from nmfsc.gpu_backend import fused
+
+    launches, reads = [], []
+    original = fused._Launcher.__call__
+    monkeypatch.setattr(
+        fused._Launcher,
+        "__call__",
+        lambda self, kernel, *args: launches.append(kernel) or original(self, kernel, *args),
+    )
+    monkeypatch.setattr(fused, "to_host", lambda a: reads.append(a.shape) or np.asarray(a))
+    return launches, reads
 
 
 def reference_partials(A, alpha, signed, threads=THREADS, chunk=CHUNK):
@@ -288,15 +310,7 @@ def test_a_projection_is_four_launches_whatever_the_passes(monkeypatch):
     once, after them."""
     from nmfsc.gpu_backend import fused
 
-    launches = []
-    original = fused._Launcher.__call__
-    monkeypatch.setattr(
-        fused._Launcher,
-        "__call__",
-        lambda self, kernel, *args: launches.append(kernel) or original(self, kernel, *args),
-    )
-    reads = []
-    monkeypatch.setattr(fused, "to_host", lambda a: reads.append(a.shape) or np.asarray(a))
+    launches, reads = counted_launches(monkeypatch)
     n = 300
     rng = np.random.default_rng(6)
     for power, sparseness in ((1, 0.2), (4, 0.97)):

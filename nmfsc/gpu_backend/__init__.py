@@ -20,7 +20,8 @@ tested where no GPU is):
   the closed-form threshold of a consistent support,
   :mod:`~nmfsc.gpu_backend.thresholds`; a sort where they do not settle);
 - :mod:`~nmfsc.gpu_backend.fused`: the same projection of CuPy rows as
-  fused Numba CUDA kernels (:mod:`~nmfsc.gpu_backend.cuda_kernels`), used
+  fused Numba CUDA kernels (:mod:`~nmfsc.gpu_backend.cuda_kernels`, four
+  launches; :mod:`~nmfsc.gpu_backend.grid_kernels`, one), used
   where numba-cuda is installed; numba.cuda is imported only then, by
   :mod:`~nmfsc.gpu_backend.cuda_target` (which lets numba-cuda 0.30 load
   beside numpy 2.5);

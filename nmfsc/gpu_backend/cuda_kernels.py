@@ -102,6 +102,7 @@ __all__ = [
     "STUCK",
     "UNROLL",
     "WRITTEN",
+    "after_pass",
     "pass_kernels",
 ]
 
@@ -196,7 +197,7 @@ def _condition(k, s1, s2, alpha, rho):
 
 
 @cuda.jit(device=True)
-def _after_pass(k, s1, s2, rho, size):
+def after_pass(k, s1, s2, rho, size):
     """A row's ``(fate, threshold, condition)`` after a pass whose support
     has k entries with sums s1, s2, where the pass before had ``size``:
     ``STUCK`` where the closed form gives no threshold, ``SETTLED`` (with
@@ -236,13 +237,19 @@ def pass_kernels(threads, row_threads=SOLVE_THREADS, per_lane=16):
     def last_block(fates, r, t, chunks, flag):
         """After a block's partials are written: whether it is the last of
         row r's blocks to finish (then every partial of the row is there).
-        Every thread gets the answer (a barrier inside)."""
+        Every thread gets the answer (a barrier inside). The fences pair
+        up: each block's (release) before its ticket, and the last block's
+        (acquire) after it, before any of its threads reads the partials
+        of the others."""
         if t == 0:
             cuda.threadfence()  # this block's partials, seen before its ticket
             ticket = cuda.atomic.add(fates, (r, DONE), 1)
             flag[0] = 1 if ticket == chunks - 1 else 0
         cuda.syncthreads()
-        return flag[0] == 1
+        last = flag[0] == 1
+        if last:
+            cuda.threadfence()  # the others' partials, read after their tickets
+        return last
 
     @cuda.jit(device=True)
     def row_totals(counts_in, sums_in, r, t, counts, sums):
@@ -294,6 +301,12 @@ def pass_kernels(threads, row_threads=SOLVE_THREADS, per_lane=16):
                     elif x < 0:
                         odd += 1
             i += UNROLL * threads
+        write_partials(r, c, t, k, odd, s1, s2, counts, sums, counts_out, sums_out)
+
+    @cuda.jit(device=True)
+    def write_partials(r, c, t, k, odd, s1, s2, counts, sums, counts_out, sums_out):
+        """The block's sums of each thread's (k, odd, s1, s2), by the tree,
+        written as chunk c of row r's partials."""
         counts[0, t] = k
         counts[1, t] = odd
         sums[0, t] = s1
@@ -306,21 +319,20 @@ def pass_kernels(threads, row_threads=SOLVE_THREADS, per_lane=16):
             sums_out[r, c, 1] = sums[1, 0]
         cuda.syncthreads()  # the shared arrays are free again
 
-    @cuda.jit
-    def first_sums(A, signed, nonneg, rows, fates, counts_out, sums_out):
-        r = cuda.blockIdx.x
-        c = cuda.blockIdx.y
-        t = cuda.threadIdx.x
-        counts = cuda.shared.array((2, threads), int64)
-        sums = cuda.shared.array((2, threads), float64)
-        flag = cuda.shared.array(1, int64)
-        buffer = cuda.local.array(UNROLL, float64)
+    @cuda.jit(device=True)
+    def first_tile(A, r, c, t, signed, nonneg, rows, fates, counts_out, sums_out, shared):
+        """The first pass over chunk c of row r (``first_sums``'s block):
+        its partials, and in the row's last block the row's fate and first
+        threshold. ``shared`` is (counts, sums, flag, buffer), the block's
+        scratch. Returns True in the thread that wrote the row's fate
+        (thread 0 of the row's last block), False in every other."""
+        counts, sums, flag, buffer = shared
         chunk_sums(A, r, c, t, signed, -math.inf, counts, sums, counts_out, sums_out, buffer)
         if not last_block(fates, r, t, counts_out.shape[1], flag):
-            return
+            return False
         k, odd, s1, s2 = row_totals(counts_out, sums_out, r, t, counts, sums)
         if t != 0:
-            return
+            return False
         l1 = rows[r, L1]
         l2 = rows[r, L2]
         rho = l1 / l2
@@ -346,6 +358,29 @@ def pass_kernels(threads, row_threads=SOLVE_THREADS, per_lane=16):
         fates[r, READ] = n
         fates[r, WRITTEN] = 0
         fates[r, DONE] = 0  # for the next launch
+        return True
+
+    @cuda.jit
+    def first_sums(A, signed, nonneg, rows, fates, counts_out, sums_out):
+        shared = (
+            cuda.shared.array((2, threads), int64),
+            cuda.shared.array((2, threads), float64),
+            cuda.shared.array(1, int64),
+            cuda.local.array(UNROLL, float64),
+        )
+        first_tile(
+            A,
+            cuda.blockIdx.x,
+            cuda.blockIdx.y,
+            cuda.threadIdx.x,
+            signed,
+            nonneg,
+            rows,
+            fates,
+            counts_out,
+            sums_out,
+            shared,
+        )
 
     @cuda.jit
     def second_sums(A, signed, rows, fates, counts_out, sums_out):
@@ -365,7 +400,7 @@ def pass_kernels(threads, row_threads=SOLVE_THREADS, per_lane=16):
         k, _, s1, s2 = row_totals(counts_out, sums_out, r, t, counts, sums)
         if t != 0:
             return
-        here, new, condition = _after_pass(k, s1, s2, rows[r, L1] / rows[r, L2], fates[r, SIZE])
+        here, new, condition = after_pass(k, s1, s2, rows[r, L1] / rows[r, L2], fates[r, SIZE])
         fates[r, FATE] = here
         rows[r, CONDITION] = condition
         rows[r, ALPHA] = new
@@ -498,7 +533,7 @@ def pass_kernels(threads, row_threads=SOLVE_THREADS, per_lane=16):
                     stored = k
                     kept_level = alpha
                     written += k
-                here, new, condition = _after_pass(k, s1, s2, rho, size)
+                here, new, condition = after_pass(k, s1, s2, rho, size)
                 if here == ACTIVE and passes >= limit:
                     here = STUCK
                 more = 1 if here == ACTIVE else 0
@@ -537,18 +572,15 @@ def pass_kernels(threads, row_threads=SOLVE_THREADS, per_lane=16):
                 fates[r, FATE] = FALLBACK
             fates[r, READ] = read + (n if from_a else stored)
 
-    @cuda.jit
-    def scale(A, signed, rows, fates, S):
-        r = cuda.blockIdx.x
-        c = cuda.blockIdx.y
-        t = cuda.threadIdx.x
+    @cuda.jit(device=True)
+    def scale_tile(A, r, c, t, signed, rows, fates, S, buffer):
+        """``scale``'s block: chunk c of row r's result."""
         n = A.shape[1]
         start = c * chunk
         end = min(start + chunk, n)
         here = fates[r, FATE]
         alpha = rows[r, ALPHA]
         beta = rows[r, BETA]
-        buffer = cuda.local.array(UNROLL, float64)
         i = start + t
         while i < end:
             for q in range(UNROLL):  # the loads first, so that they are in flight together
@@ -573,14 +605,37 @@ def pass_kernels(threads, row_threads=SOLVE_THREADS, per_lane=16):
                     S[r, at] = s
             i += UNROLL * threads
 
-    return _Kernels(first_sums, second_sums, solve_rows, scale)
+    @cuda.jit
+    def scale(A, signed, rows, fates, S):
+        buffer = cuda.local.array(UNROLL, float64)
+        scale_tile(
+            A, cuda.blockIdx.x, cuda.blockIdx.y, cuda.threadIdx.x, signed, rows, fates, S, buffer
+        )
+
+    return _Kernels(
+        first_sums,
+        second_sums,
+        solve_rows,
+        scale,
+        device=(first_tile, scale_tile, last_block, row_totals, write_partials),
+    )
 
 
 class _Kernels:
-    """The four kernels of one layout (:func:`pass_kernels`)."""
+    """The four kernels of one layout (:func:`pass_kernels`), and the device
+    functions of its blocks that :mod:`nmfsc.gpu_backend.grid_kernels`
+    builds on: ``first_tile``, ``scale_tile``, ``last_block``,
+    ``row_totals`` and ``write_partials``."""
 
-    def __init__(self, first_sums, second_sums, solve_rows, scale):
+    def __init__(self, first_sums, second_sums, solve_rows, scale, device):
         self.first_sums = first_sums
         self.second_sums = second_sums
         self.solve_rows = solve_rows
         self.scale = scale
+        (
+            self.first_tile,
+            self.scale_tile,
+            self.last_block,
+            self.row_totals,
+            self.write_partials,
+        ) = device

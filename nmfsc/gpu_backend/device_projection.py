@@ -43,8 +43,9 @@ takes), and by the sort above only for rows whose passes do not settle
 (:mod:`nmfsc.gpu_backend.array_projection`; memory: about six arrays of
 the rows' size). On a GPU with Numba's CUDA target the same passes run as
 fused kernels (:mod:`nmfsc.gpu_backend.fused`: four launches per
-projection, where the array code makes about ten passes over the rows per
-Hoyer pass); the array code is their rare rows' path and their fallback.
+projection, or one for fewer rows than the GPU has multiprocessors, where
+the array code makes about ten passes over the rows per Hoyer pass); the
+array code is their rare rows' path and their fallback.
 """
 
 from __future__ import annotations

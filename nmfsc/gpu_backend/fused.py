@@ -43,24 +43,37 @@ sums are added in another order).
 from __future__ import annotations
 
 import threading
+import warnings
 from collections import OrderedDict
 
 import numpy as np
 
 from nmfsc._array_api import to_host
 from nmfsc.gpu_backend import cuda_kernels as K
+from nmfsc.gpu_backend import grid_kernels as G
 from nmfsc.gpu_backend.array_projection import project_rows_by_arrays
 from nmfsc.gpu_backend.thresholds import max_passes
 from nmfsc.projection import project
 
 __all__ = [
     "BLOCK",
+    "FORM",
+    "FORMS",
+    "chosen_form",
     "CHUNK_PER_THREAD",
     "layout",
     "project_rows_fused",
     "release_workspaces",
     "solve_threads",
 ]
+
+#: The projection's forms (:func:`project_rows_fused`): four launches, or one.
+FORMS = ("rows", "grid")
+#: The form :func:`project_rows_fused` takes where none is asked for: "auto"
+#: (:func:`chosen_form`), or one of :data:`FORMS`.
+FORM = "auto"
+#: Whether the "grid" form failed to compile or load on this process's GPU.
+_GRID_FAILED = False
 
 #: Threads per block, at most (fewer for short rows).
 BLOCK = 256
@@ -120,6 +133,7 @@ class _Launcher:
         else:
             pointer = xp.cuda.get_current_stream().ptr
             self.stream = cuda.external_stream(pointer) if pointer else cuda.default_stream()
+        self.specialized = {}
         self.configured = {}
 
     def view(self, array):
@@ -128,13 +142,32 @@ class _Launcher:
             return array
         return self.cuda.as_cuda_array(array, sync=False)
 
+    def typed(self, kernel, args):
+        """``kernel`` specialised to the types of ``args`` (compiled at the
+        first call)."""
+        typed = self.specialized.get(kernel)
+        if typed is None:
+            # Numba's simulator has no specialisation; its kernels take any types.
+            typed = kernel if self.simulated else kernel.specialize(*args)
+            self.specialized[kernel] = typed
+        return typed
+
+    def cooperative_blocks(self, kernel, block, *args):
+        """The most blocks of ``block`` threads that ``kernel``, which syncs
+        its whole grid, may be launched with on this GPU (all resident at
+        once); one under the simulator, whose cooperative grids have one
+        block."""
+        if self.simulated:
+            return 1
+        overload = next(iter(self.typed(kernel, args).overloads.values()))
+        return int(overload.max_cooperative_grid_blocks(block))
+
     def __call__(self, kernel, grid, block, *args):
         key = (kernel, grid, block)
         configured = self.configured.get(key)
         if configured is None:
-            # Numba's simulator has no specialisation; its kernels take any types.
-            typed = kernel if self.simulated else kernel.specialize(*args)
-            configured = self.configured[key] = typed[grid, block, self.stream]
+            configured = self.typed(kernel, args)[grid, block, self.stream]
+            self.configured[key] = configured
         configured(*args)
 
 
@@ -148,23 +181,29 @@ class _Workspace:
     stream and host thread (:func:`_workspace`), so that no two
     projections share one at the same time.
 
-    Per row: ``rows`` and ``fates`` (:mod:`~nmfsc.gpu_backend.cuda_kernels`;
-    the fates' ticket counters start at 0 and the kernels leave them so);
-    per (row, chunk), a pass's partial ``counts`` and ``sums``; the buffer
-    B, of the rows' shape and dtype."""
+    Per row: ``rows`` and ``fates``
+    (:mod:`~nmfsc.gpu_backend.cuda_kernels`, with the columns the "grid"
+    form adds: :mod:`~nmfsc.gpu_backend.grid_kernels`; the fates' ticket
+    counters start at 0 and the kernels leave them so); per (row, chunk),
+    a pass's partial ``counts`` and ``sums``; the buffer B, of the rows'
+    shape and dtype. The "grid" form's also: ``held``, the entries B holds
+    per lane, and ``active``, the rows left active by each pass (``limit``
+    passes at most)."""
 
-    def __init__(self, xp, X, chunks):
+    def __init__(self, xp, X, chunks, threads, form, limit):
         count = X.shape[0]
         self.launch = _Launcher(xp)
-        self.rows = xp.zeros((count, 5))
-        self.fates = xp.zeros((count, 6), dtype=xp.int64)
+        self.rows = xp.zeros((count, G.ROW_COLUMNS))
+        self.fates = xp.zeros((count, G.FATE_COLUMNS), dtype=xp.int64)
         self.counts = xp.empty((count, chunks, 2), dtype=xp.int64)
         self.sums = xp.empty((count, chunks, 2))
         self.B = xp.empty_like(X)
-        self.views = {
-            name: self.launch.view(getattr(self, name))
-            for name in ("rows", "fates", "counts", "sums", "B")
-        }
+        names = ["rows", "fates", "counts", "sums", "B"]
+        if form == "grid":
+            self.held = xp.zeros((count, chunks * threads), dtype=xp.int32)
+            self.active = xp.zeros(limit + 1, dtype=xp.int64)
+            names += ["held", "active"]
+        self.views = {name: self.launch.view(getattr(self, name)) for name in names}
 
 
 #: Workspaces kept (:func:`_workspace`), the last used last.
@@ -190,20 +229,20 @@ def release_workspaces():
             del _WORKSPACES[key]
 
 
-def _workspace(xp, X, dtype, chunks, threads):
+def _workspace(xp, X, dtype, chunks, threads, form, limit):
     """The :class:`_Workspace` for projecting X (its shape and dtype) into
-    ``dtype`` with this layout, on this GPU, CuPy stream and host thread:
+    ``dtype`` with this layout and form, on this GPU, CuPy stream and host thread:
     kept from the last such projection, or made (the least recently used
     of :data:`KEEP_WORKSPACES` is dropped)."""
     if xp is np:
         place = None
     else:
         place = (X.device.id, xp.cuda.get_current_stream().ptr)
-    key = (place, threading.get_ident(), X.shape, X.dtype, dtype, chunks, threads)
+    key = (place, threading.get_ident(), X.shape, X.dtype, dtype, chunks, threads, form)
     with _WORKSPACES_LOCK:
         workspace = _WORKSPACES.pop(key, None)
     if workspace is None:
-        workspace = _Workspace(xp, X, chunks)
+        workspace = _Workspace(xp, X, chunks, threads, form, limit)
     with _WORKSPACES_LOCK:
         _WORKSPACES[key] = workspace
         while len(_WORKSPACES) > KEEP_WORKSPACES:
@@ -219,9 +258,11 @@ def project_rows_fused(
     nonneg=True,
     *,
     dtype=None,
+    form=None,
     threads=None,
     chunk=None,
     row_threads=None,
+    blocks=None,
     info=None,
 ):
     """:func:`nmfsc.gpu_backend.device_projection.project_rows` by the fused
@@ -230,23 +271,68 @@ def project_rows_fused(
     rounded once), NaN in the rows that are not finite, ``finite`` a
     boolean per row, a NumPy array (the host has read the rows' fates). ``xp`` is ``cupy`` on a
     GPU, or ``numpy`` under Numba's CUDA simulator (the tests).
-    ``threads`` and ``chunk`` override :func:`layout`, and ``row_threads``
-    :func:`solve_threads` (the tests use small ones). A dict ``info``
+
+    ``form`` (:data:`FORMS`, or "auto": :func:`chosen_form`; :data:`FORM`
+    by default) is "rows", four launches whose passes after the second
+    run one block per row, or "grid", one cooperative launch whose every
+    pass runs on the whole grid (:mod:`~nmfsc.gpu_backend.grid_kernels`);
+    where the GPU cannot
+    run the latter (no cooperative launch, no ``cudadevrt`` to link), the
+    former, with one RuntimeWarning per process. Both give the same
+    projection to rounding.
+
+    ``threads`` and ``chunk`` override :func:`layout`, ``row_threads``
+    :func:`solve_threads` (the tests use small ones), and ``blocks`` caps
+    the "grid" form's blocks (the tests vary it: the result does not
+    depend on it). A dict ``info``
     receives ``passes`` (the most Hoyer passes a row took on the device),
     ``sorted`` and ``on_cpu`` (rows that took those paths), ``read`` and
-    ``written`` (entries the passes and the norm read, and entries kept):
-    the benchmark's account of the memory traffic."""
+    ``written`` (entries the passes and the norm read, and entries kept),
+    and ``form`` (the one that ran): the benchmark's account of the
+    memory traffic."""
+    form = FORM if form is None else form
+    if form == "auto":
+        form = chosen_form(xp, X)
+    if form not in FORMS:
+        raise ValueError(f"form must be 'auto' or one of {FORMS}, got {form!r}")
     if xp is np:
-        return _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, row_threads, info)
+        return _project_rows(
+            xp, X, l1, l2, nonneg, dtype, form, threads, chunk, row_threads, blocks, info
+        )
     from numba import cuda
 
     # CuPy's device (where the workspace's arrays are made) and Numba's
     # context: the array's GPU, whatever GPU is current.
     with X.device, cuda.gpus[X.device.id]:
-        return _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, row_threads, info)
+        return _project_rows(
+            xp, X, l1, l2, nonneg, dtype, form, threads, chunk, row_threads, blocks, info
+        )
 
 
-def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, row_threads, info):
+def chosen_form(xp, X):
+    """The form "auto" takes for the rows X: "grid" where they are fewer
+    than the GPU's multiprocessors, on which "rows" would run its passes
+    after the second one block per row (leaving multiprocessors idle: all
+    but one for the accelerated solver's projections, a row at a time),
+    else "rows". "rows" under the simulator (NumPy arrays)."""
+    if xp is np:
+        return "rows"
+    device = X.device.id
+    count = _MULTIPROCESSORS.get(device)
+    if count is None:
+        count = _MULTIPROCESSORS[device] = int(
+            xp.cuda.runtime.deviceGetAttribute(_MULTIPROCESSOR_COUNT, device)
+        )
+    return "grid" if X.shape[0] < count else "rows"
+
+
+#: cudaDevAttrMultiProcessorCount (CUDA's device attribute 16).
+_MULTIPROCESSOR_COUNT = 16
+#: Multiprocessors per GPU, read once (:func:`chosen_form`).
+_MULTIPROCESSORS: dict = {}
+
+
+def _project_rows(xp, X, l1, l2, nonneg, dtype, form, threads, chunk, row_threads, blocks, info):
     if X.dtype != xp.float32:  # float32 rows stay float32; their sums are float64
         X = X.astype(xp.float64, copy=False)
     X = xp.ascontiguousarray(X)
@@ -256,24 +342,23 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, row_threads, inf
     if chunk % threads:
         raise ValueError(f"chunk ({chunk}) must be a multiple of threads ({threads})")
     chunks = -(-n // chunk)
-    if row_threads is None:
-        row_threads = solve_threads(chunks * threads)
-    kernels = K.pass_kernels(threads, row_threads, chunk // threads)
-    nonneg = bool(nonneg)  # the kernels' boolean arguments (see _Launcher)
-    signed = not nonneg
+    if form == "grid" and _GRID_FAILED:
+        form = "rows"
     S = xp.empty((count, n), dtype=xp.float64 if dtype is None else dtype)
-    work = _workspace(xp, X, S.dtype, chunks, threads)
+    work = _workspace(xp, X, S.dtype, chunks, threads, form, max_passes(n))
     work.rows[:, K.L1] = l1
     work.rows[:, K.L2] = l2
     work.fates[:, K.DONE] = 0  # as the kernels leave them, unless one was cut short
-    launch, v = work.launch, work.views
-    x_, s_ = launch.view(X), launch.view(S)
-    grid = (count, chunks)
-    row, partials = (v["rows"], v["fates"]), (v["counts"], v["sums"])
-    launch(kernels.first_sums, grid, threads, x_, signed, nonneg, *row, *partials)
-    launch(kernels.second_sums, grid, threads, x_, signed, *row, *partials)
-    launch(kernels.solve_rows, count, row_threads, x_, v["B"], signed, *row, max_passes(n))
-    launch(kernels.scale, grid, threads, x_, signed, *row, s_)
+    signed = not nonneg
+    if form == "grid":
+        if not _launch_grid(work, X, S, threads, chunk, signed, blocks):
+            return _project_rows(
+                xp, X, l1, l2, nonneg, dtype, "rows", threads, chunk, row_threads, None, info
+            )
+    else:
+        if row_threads is None:
+            row_threads = solve_threads(chunks * threads)
+        _launch_rows(work, X, S, threads, chunk, row_threads, signed)
     fates = to_host(work.fates)  # the one host read
     fate = fates[:, K.FATE]
     stuck = np.flatnonzero(fate == K.STUCK)
@@ -300,5 +385,60 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, threads, chunk, row_threads, inf
             on_cpu=int(np.sum(fate == K.FALLBACK)),
             read=int(fates[:, K.READ].sum()),
             written=int(fates[:, K.WRITTEN].sum()),
+            form=form,
         )
     return S, fate != K.NONFINITE
+
+
+def _launch_rows(work, X, S, threads, chunk, row_threads, signed):
+    """The "rows" form's four launches (:mod:`~nmfsc.gpu_backend.cuda_kernels`)."""
+    count, n = X.shape
+    kernels = K.pass_kernels(threads, row_threads, chunk // threads)
+    launch, v = work.launch, work.views
+    x_, s_ = launch.view(X), launch.view(S)
+    grid = (count, v["counts"].shape[1])
+    nonneg = not signed  # the kernels' boolean arguments are Python bools (see _Launcher)
+    row, partials = (v["rows"], v["fates"]), (v["counts"], v["sums"])
+    launch(kernels.first_sums, grid, threads, x_, signed, nonneg, *row, *partials)
+    launch(kernels.second_sums, grid, threads, x_, signed, *row, *partials)
+    launch(kernels.solve_rows, count, row_threads, x_, v["B"], signed, *row, max_passes(n))
+    launch(kernels.scale, grid, threads, x_, signed, *row, s_)
+
+
+def _launch_grid(work, X, S, threads, chunk, signed, most=None):
+    """The "grid" form's one cooperative launch
+    (:mod:`~nmfsc.gpu_backend.grid_kernels`), on as many blocks as there
+    are tiles, or as the GPU holds at once, or ``most``. False, with one RuntimeWarning
+    per process, where the GPU cannot run it (then nothing was launched)."""
+    global _GRID_FAILED
+    kernel = G.grid_kernels(threads, chunk // threads).project
+    launch, v = work.launch, work.views
+    work.active.fill(0)
+    args = (
+        launch.view(X),
+        v["B"],
+        v["held"],
+        signed,
+        not signed,
+        v["rows"],
+        v["fates"],
+        v["counts"],
+        v["sums"],
+        v["active"],
+        max_passes(X.shape[1]),
+        launch.view(S),
+    )
+    tiles = X.shape[0] * v["counts"].shape[1]
+    try:
+        blocks = min(tiles, launch.cooperative_blocks(kernel, threads, *args), most or tiles)
+    except Exception as error:  # noqa: BLE001 -- whatever Numba raises, the four launches serve
+        _GRID_FAILED = True
+        warnings.warn(
+            f"the one-launch GPU projection cannot run here ({type(error).__name__}: "
+            f"{error}); projecting in four launches instead",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        return False
+    launch(kernel, blocks, threads, *args)
+    return True
