@@ -141,6 +141,29 @@ def test_device_sweeps_are_the_kernels_sweeps(rule, dtype):
     np.testing.assert_array_equal(X, before)
 
 
+@pytest.mark.parametrize(
+    "rule", [rowblocks.RULE_NONNEG, rowblocks.RULE_UNIT, rowblocks.RULE_SCALED]
+)
+def test_device_sweeps_leave_a_row_whose_b_is_not_finite(rule):
+    """A row whose b_k is not finite (a NaN in A) stays as it is, as in the
+    Numba kernel's sweep; the others move as there. (The projected rules
+    learn it from the projection's finite flag.)"""
+    rng = np.random.default_rng(5)
+    M, n = 4, 50
+    B = np.abs(rng.standard_normal((M, 3 * M)))
+    A = np.abs(rng.standard_normal((M, n))) * 40.0
+    A[2, 7] = np.nan
+    X = np.abs(rng.standard_normal((M, n)))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    l1 = l1_for_sparseness(0.6, n)
+    want = sweep(X, B @ B.T, A, rule, l1, 1, 0.0)
+    got = sweep_rows(np, X, B @ B.T, A, rule, l1, 1, 0.0)
+    np.testing.assert_array_equal(got[2], X[2])
+    np.testing.assert_array_equal(want[2], X[2])
+    assert np.all(np.any(got != X, axis=1)[[0, 1, 3]])
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+
+
 def nearly_constant_rows(n=2000):
     """Rows whose support's entries are nearly equal (1 + 1e-2 .. 1e-6 of
     noise), at sparseness 0.3 to 0.9, and their targets: the threshold's

@@ -27,8 +27,10 @@ D of the block's rows before it, and after the block
 :math:`R \mathrel{+}= G_{:,\mathrm{block}} D`. The rows are processed one
 at a time (each reads the changes before it): each row costs a few
 reductions of length n, the projection of a one-row matrix
-(:func:`~nmfsc.gpu_backend.device_projection.project_rows`) and one transfer of
-four scalars to the host for the acceptance test; the update of R after a
+(:func:`~nmfsc.gpu_backend.device_projection.project_rows`; on a GPU, the
+fused kernels' one-launch form, which spreads the row over the whole GPU;
+it also says whether :math:`b_k` is finite) and one transfer of four
+scalars to the host for the acceptance test; the update of R after a
 block is one product (cuBLAS on a GPU). G (M x M) is copied to the host
 once per sweep call for its scalars.
 """
@@ -92,11 +94,15 @@ def _update_row(xp, X, D, k, slot, b, g, rule, targets):
     defined and does not raise f_k (``rowblocks.sweep_block``'s test); its
     change as stored goes to ``D[slot]``. Returns the decrease of f (0.0 for
     a row left as it is)."""
-    if not bool(xp.isfinite(b).all()) or not (g > 0.0 or rule == RULE_UNIT):
+    if not (g > 0.0 or rule == RULE_UNIT):
         return 0.0
     if rule == RULE_NONNEG:
+        if not bool(xp.isfinite(b).all()):
+            return 0.0
         new = xp.maximum(b / g, 0.0)
     else:
+        # The projection says whether b is finite (the fused kernels' host
+        # read of the fates: no read of its own).
         S, finite = project_rows(xp, b[None, :], *targets)
         if not bool(finite[0]):
             return 0.0
