@@ -299,29 +299,53 @@ def test_rows_stopped_by_the_pass_limit_are_sorted(monkeypatch):
 
 @in_simulator
 def test_a_gpu_that_cannot_launch_the_grid_gets_four_launches(monkeypatch):
-    """Where the cooperative kernel cannot be compiled or loaded, the form
-    falls back to four launches for the rest of the process, with one
-    RuntimeWarning, and the same projection to rounding."""
+    """Where the cooperative kernel cannot be compiled, linked or launched
+    (an error of Numba's), the form falls back to four launches on that
+    GPU for the rest of the process, with one RuntimeWarning, and the same
+    projection to rounding; the GPU's most blocks are found once per
+    workspace; an error of nmfsc's own propagates."""
     from nmfsc.gpu_backend import fused
 
-    def no_cooperative_launch(self, kernel, block, *args):
-        raise RuntimeError("cudadevrt not found")
+    linker_error = type("LinkerError", (Exception,), {"__module__": "numba.cuda.cudadrv.driver"})
+    asked = []
 
-    monkeypatch.setattr(fused._Launcher, "cooperative_blocks", no_cooperative_launch)
-    monkeypatch.setattr(fused, "_GRID_FAILED", False)
+    def no_cudadevrt(self, kernel, block, *args):
+        asked.append(block)
+        raise linker_error("cudadevrt not found")
+
+    monkeypatch.setattr(fused, "_GRID_FAILED", set())
     n = 300
     X = np.abs(np.random.default_rng(2).standard_normal((2, n)))
     l1 = np.full(2, l1_for_sparseness(0.6, n))
     fused.release_workspaces()
+    for _ in range(2):  # the most blocks, found once
+        fused.project_rows_fused(np, X, l1, np.ones(2), **GRID)
+    original = fused._Launcher.cooperative_blocks
+    monkeypatch.setattr(
+        fused._Launcher, "cooperative_blocks", lambda *a: asked.append(a[2]) or original(*a)
+    )
+    fused.project_rows_fused(np, X, l1, np.ones(2), **GRID)
+    assert asked == []
+    monkeypatch.setattr(fused._Launcher, "cooperative_blocks", no_cudadevrt)
+    fused.release_workspaces()
     with pytest.warns(RuntimeWarning, match="cudadevrt not found.*four launches"):
         info = {}
         S, finite = fused.project_rows_fused(np, X, l1, np.ones(2), **GRID, info=info)
-    assert finite.all() and info["form"] == "rows" and fused._GRID_FAILED
+    assert finite.all() and info["form"] == "rows" and fused._GRID_FAILED == {None}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fused.project_rows_fused(np, X, l1, np.ones(2), **GRID)
     for r in range(2):
         assert np.max(np.abs(S[r] - project(X[r], l1[r], 1.0))) <= ULPS * EPS
+
+    def bug(self, kernel, block, *args):
+        raise IndexError("a bug of nmfsc's")
+
+    monkeypatch.setattr(fused._Launcher, "cooperative_blocks", bug)
+    monkeypatch.setattr(fused, "_GRID_FAILED", set())
+    fused.release_workspaces()
+    with pytest.raises(IndexError, match="a bug"):
+        fused.project_rows_fused(np, X, l1, np.ones(2), **GRID)
     fused.release_workspaces()
 
 

@@ -60,11 +60,12 @@ float64, so every sum is float64. These are the formulas of
 :func:`nmfsc.gpu_backend.thresholds.thresholds_by_passes`, whose array
 code the tests hold them to (under Numba's CUDA simulator).
 
-Per row, the kernels share ``rows`` (float64, row x 5: the targets
-:math:`L_1, L_2`, the threshold :math:`\alpha`, :math:`\beta` and the
-condition) and ``fates`` (int64, row x 6: the fate, the last support's
-size, the passes taken, the entries the passes read, the entries they
-kept in B, and the row's ticket counter, 0 between launches).
+Per row, the kernels share ``rows`` (float64, row x 5 at least: the
+targets :math:`L_1, L_2`, the threshold :math:`\alpha`, :math:`\beta`
+and the condition) and ``fates`` (int64, row x 6 at least: the fate, the
+last support's size, the passes taken, the entries the passes read, the
+entries they kept in B, and the row's ticket counter, 0 between
+launches); :mod:`~nmfsc.gpu_backend.grid_kernels` adds columns.
 
 Importing this module imports ``numba.cuda``; only
 :mod:`nmfsc.gpu_backend.fused` does, when a CuPy array is projected.
@@ -142,7 +143,10 @@ def _trees(width):
     of ``counts`` (2 x width, int64) and ``sums`` (2 x width, float64),
     whose column t thread t has written, into column 0: the same tree for
     each, with one barrier per level for the four, not one for each. Both
-    end with a barrier, so every thread may read the sums after them."""
+    end with a barrier, so every thread may read the sums after them,
+    until the block writes its next values (a thread that reads them
+    late, after another thread has gone on to the next tile, reads
+    those: only thread 0's reads are used)."""
 
     @cuda.jit(device=True)
     def tree_sum(shared, t, value):

@@ -63,6 +63,7 @@ __all__ = [
     "fused_kernels",
     "project_batch_device",
     "project_rows",
+    "raised_by_numba",
     "release_fused_workspaces",
 ]
 
@@ -103,8 +104,8 @@ def project_rows(xp, X, l1, l2, nonneg=True, dtype=None):
 def _fused_failed(error, stacklevel):
     """Switch the fused kernels off for this process, with one
     RuntimeWarning, where ``error`` is Numba's CUDA target failing
-    (:func:`_from_numba`); re-raise any other error (a bug)."""
-    if not _from_numba(error):
+    (:func:`raised_by_numba`); re-raise any other error (a bug)."""
+    if not raised_by_numba(error):
         raise error
     _FUSED[:] = [None]
     warnings.warn(
@@ -116,7 +117,7 @@ def _fused_failed(error, stacklevel):
     )
 
 
-def _from_numba(error):
+def raised_by_numba(error):
     """Whether ``error`` is Numba's CUDA target failing (no compiler, no
     driver, a numba-cuda that does not work with this numpy): an error of
     Numba's own types, or one raised inside Numba's code (such as an

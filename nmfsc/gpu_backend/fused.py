@@ -1,5 +1,6 @@
 r"""The projection of many rows with fused CUDA kernels: four launches per
-projection, whatever the number of Hoyer passes, with no host read
+projection, or one (the "grid" form, :func:`project_rows_fused`),
+whatever the number of Hoyer passes, with no host read
 between them, where the array code of
 :mod:`nmfsc.gpu_backend.device_projection` makes about ten passes over the
 rows' memory per Hoyer pass and reads a result on the host after each.
@@ -27,6 +28,12 @@ entries:
 - the result: one read of every row and one write, in the dtype asked
   for (the solvers ask for the rows' own: float32 rows get a float32 result).
 
+That is the four-launch form's (:mod:`~nmfsc.gpu_backend.cuda_kernels`).
+The one-launch form (:mod:`~nmfsc.gpu_backend.grid_kernels`) reads the
+same, but for the third pass: its second pass keeps its support,
+:math:`k_2` entries, lane by lane in B, and the passes after it and the
+norm read B.
+
 The host reads each row's fate once, after the last launch. The rare
 rows take the array code's paths, on those rows only: a row whose passes
 do not settle (or that has no room) is projected by
@@ -52,6 +59,7 @@ from nmfsc._array_api import to_host
 from nmfsc.gpu_backend import cuda_kernels as K
 from nmfsc.gpu_backend import grid_kernels as G
 from nmfsc.gpu_backend.array_projection import project_rows_by_arrays
+from nmfsc.gpu_backend.device_projection import raised_by_numba
 from nmfsc.gpu_backend.thresholds import max_passes
 from nmfsc.projection import project
 
@@ -72,8 +80,9 @@ FORMS = ("rows", "grid")
 #: The form :func:`project_rows_fused` takes where none is asked for: "auto"
 #: (:func:`chosen_form`), or one of :data:`FORMS`.
 FORM = "auto"
-#: Whether the "grid" form failed to compile or load on this process's GPU.
-_GRID_FAILED = False
+#: The GPUs (their ids; None: the simulator) on which the "grid" form
+#: cannot run (:func:`_launch_grid`).
+_GRID_FAILED: set = set()
 
 #: Threads per block, at most (fewer for short rows).
 BLOCK = 256
@@ -198,6 +207,7 @@ class _Workspace:
         self.counts = xp.empty((count, chunks, 2), dtype=xp.int64)
         self.sums = xp.empty((count, chunks, 2))
         self.B = xp.empty_like(X)
+        self.blocks = None  # the "grid" form's most blocks at once, found at its first launch
         names = ["rows", "fates", "counts", "sums", "B"]
         if form == "grid":
             self.held = xp.zeros((count, chunks * threads), dtype=xp.int32)
@@ -342,7 +352,7 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, form, threads, chunk, row_thread
     if chunk % threads:
         raise ValueError(f"chunk ({chunk}) must be a multiple of threads ({threads})")
     chunks = -(-n // chunk)
-    if form == "grid" and _GRID_FAILED:
+    if form == "grid" and (None if xp is np else X.device.id) in _GRID_FAILED:
         form = "rows"
     S = xp.empty((count, n), dtype=xp.float64 if dtype is None else dtype)
     work = _workspace(xp, X, S.dtype, chunks, threads, form, max_passes(n))
@@ -351,7 +361,7 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, form, threads, chunk, row_thread
     work.fates[:, K.DONE] = 0  # as the kernels leave them, unless one was cut short
     signed = not nonneg
     if form == "grid":
-        if not _launch_grid(work, X, S, threads, chunk, signed, blocks):
+        if not _launch_grid(xp, work, X, S, threads, chunk, signed, blocks):
             return _project_rows(
                 xp, X, l1, l2, nonneg, dtype, "rows", threads, chunk, row_threads, None, info
             )
@@ -405,12 +415,15 @@ def _launch_rows(work, X, S, threads, chunk, row_threads, signed):
     launch(kernels.scale, grid, threads, x_, signed, *row, s_)
 
 
-def _launch_grid(work, X, S, threads, chunk, signed, most=None):
+def _launch_grid(xp, work, X, S, threads, chunk, signed, most=None):
     """The "grid" form's one cooperative launch
     (:mod:`~nmfsc.gpu_backend.grid_kernels`), on as many blocks as there
-    are tiles, or as the GPU holds at once, or ``most``. False, with one RuntimeWarning
-    per process, where the GPU cannot run it (then nothing was launched)."""
-    global _GRID_FAILED
+    are tiles, or as the GPU holds at once (found at a workspace's first
+    projection, then kept), or ``most``. False, with one RuntimeWarning
+    per GPU, where the GPU cannot run it: no cooperative launch, the
+    kernel not compiled or linked (no ``cudadevrt``), or its launch
+    refused (then nothing ran); an error that is not Numba's or CUDA's
+    propagates."""
     kernel = G.grid_kernels(threads, chunk // threads).project
     launch, v = work.launch, work.views
     work.active.fill(0)
@@ -430,9 +443,17 @@ def _launch_grid(work, X, S, threads, chunk, signed, most=None):
     )
     tiles = X.shape[0] * v["counts"].shape[1]
     try:
-        blocks = min(tiles, launch.cooperative_blocks(kernel, threads, *args), most or tiles)
-    except Exception as error:  # noqa: BLE001 -- whatever Numba raises, the four launches serve
-        _GRID_FAILED = True
+        if work.blocks is None:
+            if xp is not np and not _cooperative(xp, X.device.id):
+                raise _GridUnavailable("this GPU has no cooperative launch")
+            work.blocks = launch.cooperative_blocks(kernel, threads, *args)
+            if work.blocks < 1:
+                raise _GridUnavailable("no block of the kernel fits on a multiprocessor")
+        launch(kernel, min(tiles, work.blocks, most or tiles), threads, *args)
+    except Exception as error:
+        if not (isinstance(error, _GridUnavailable) or raised_by_numba(error)):
+            raise
+        _GRID_FAILED.add(None if xp is np else X.device.id)
         warnings.warn(
             f"the one-launch GPU projection cannot run here ({type(error).__name__}: "
             f"{error}); projecting in four launches instead",
@@ -440,5 +461,23 @@ def _launch_grid(work, X, S, threads, chunk, signed, most=None):
             stacklevel=4,
         )
         return False
-    launch(kernel, blocks, threads, *args)
     return True
+
+
+class _GridUnavailable(RuntimeError):
+    """The GPU cannot run the "grid" form (:func:`_launch_grid`)."""
+
+
+def _cooperative(xp, device):
+    """Whether GPU ``device`` runs cooperative launches (read once)."""
+    known = _COOPERATIVE.get(device)
+    if known is None:
+        attribute = xp.cuda.runtime.deviceGetAttribute(_COOPERATIVE_LAUNCH, device)
+        known = _COOPERATIVE[device] = bool(attribute)
+    return known
+
+
+#: cudaDevAttrCooperativeLaunch (CUDA's device attribute 95).
+_COOPERATIVE_LAUNCH = 95
+#: Whether each GPU runs cooperative launches, read once (:func:`_cooperative`).
+_COOPERATIVE: dict = {}

@@ -35,7 +35,7 @@ shape, lane by lane: thread t of a tile keeps the entries of its lane
 threshold in the lane's first places, in their order, and their number
 in ``held``. The second pass reads the rows and keeps; a later pass reads
 B (the support only shrinks), and keeps (rewrites B in place) only where
-the pass before kept fewer than
+the support of the pass before is below
 :data:`~nmfsc.gpu_backend.cuda_kernels.COMPACT_BELOW` of what B holds, as
 ``solve_rows`` decides, or reads the rows again where its threshold fell
 below the level B was kept at. Each thread reads and sums its lane's
