@@ -125,21 +125,26 @@ def grid_kernels(threads, per_lane=16):
     first_tile, scale_tile = base.first_tile, base.scale_tile
     last_block, row_totals, write_partials = base.last_block, base.row_totals, base.write_partials
     chunk = threads * per_lane
-    scratch_size = max(per_lane, UNROLL)
 
     @cuda.jit(device=True)
-    def load_lane(A, B, held, r, c, t, signed, from_rows, values):
-        """Thread t's lane of tile (r, c) into ``values``: its entries of
-        the rows (``from_rows``; :math:`|x|` where ``signed``) or the
-        entries B holds for it, every load issued before any is used; NaN
-        (which compares false) past them."""
-        n = A.shape[1]
+    def lane_count(A, held, r, c, t, from_rows):
+        """The entries of thread t's lane of tile (r, c): of the rows
+        (``from_rows``), or those B holds for it."""
+        if not from_rows:
+            return held[r, c * threads + t]
         start = c * chunk + t
-        if from_rows:
-            count = min(per_lane, (n - start + threads - 1) // threads) if start < n else 0
-        else:
-            count = held[r, c * threads + t]
-        for j in range(per_lane):
+        n = A.shape[1]
+        return min(per_lane, (n - start + threads - 1) // threads) if start < n else 0
+
+    @cuda.jit(device=True)
+    def load_lane(A, B, r, c, t, signed, from_rows, first, count, values):
+        """Entries ``first``, ..., ``first + UNROLL - 1`` of thread t's lane
+        of tile (r, c) into ``values``, of the rows (``from_rows``;
+        :math:`|x|` where ``signed``) or of B, every load issued before any
+        is used; NaN (which compares false) from ``count`` on."""
+        start = c * chunk + t
+        for q in range(UNROLL):
+            j = first + q
             x = math.nan
             if j < count:
                 if from_rows:
@@ -148,7 +153,7 @@ def grid_kernels(threads, per_lane=16):
                         x = abs(x)
                 else:
                     x = float64(B[r, start + j * threads])
-            values[j] = x
+            values[q] = x
 
     @cuda.jit(device=True)
     def pass_tile(A, B, held, r, c, t, signed, rows, fates, partials, active, p, limit, shared):
@@ -162,19 +167,21 @@ def grid_kernels(threads, per_lane=16):
         mode = fates[r, MODE]
         from_rows = (mode & FROM_ROWS) != 0
         keep = (mode & KEEP) != 0
-        load_lane(A, B, held, r, c, t, signed, from_rows, values)
+        count = lane_count(A, held, r, c, t, from_rows)
         start = c * chunk + t
         k = 0
         s1 = 0.0
         s2 = 0.0
-        for j in range(per_lane):
-            x = values[j]
-            if x > alpha:
-                if keep:  # in place: places up to j are read already
-                    B[r, start + k * threads] = x
-                k += 1
-                s1 += x
-                s2 += x * x
+        for first in range(0, count, UNROLL):
+            load_lane(A, B, r, c, t, signed, from_rows, first, count, values)
+            for q in range(UNROLL):
+                x = values[q]
+                if x > alpha:
+                    if keep:  # in place: places up to first + q are read already
+                        B[r, start + k * threads] = x
+                    k += 1
+                    s1 += x
+                    s2 += x * x
         if keep:
             held[r, c * threads + t] = k
         write_partials(r, c, t, k, 0, s1, s2, counts, sums, counts_out, sums_out)
@@ -227,12 +234,14 @@ def grid_kernels(threads, per_lane=16):
         counts, sums, flag, values = shared
         alpha = rows[r, ALPHA]
         from_rows = (fates[r, MODE] & FROM_ROWS) != 0
-        load_lane(A, B, held, r, c, t, signed, from_rows, values)
+        count = lane_count(A, held, r, c, t, from_rows)
         ss = 0.0
-        for j in range(per_lane):
-            z = values[j] - alpha
-            if z > 0:
-                ss += z * z
+        for first in range(0, count, UNROLL):
+            load_lane(A, B, r, c, t, signed, from_rows, first, count, values)
+            for q in range(UNROLL):
+                z = values[q] - alpha
+                if z > 0:
+                    ss += z * z
         write_partials(r, c, t, 0, 0, ss, 0.0, counts, sums, counts_out, sums_out)
         if not last_block(fates, r, t, counts_out.shape[1], flag):
             return
@@ -312,7 +321,7 @@ def grid_kernels(threads, per_lane=16):
             cuda.shared.array((2, threads), int64),
             cuda.shared.array((2, threads), float64),
             cuda.shared.array(1, int64),
-            cuda.local.array(scratch_size, float64),
+            cuda.local.array(UNROLL, float64),
         )
         first_phase(A, signed, nonneg, rows, fates, partials, active, block, blocks, shared)
         grid.sync()
@@ -334,7 +343,7 @@ def grid_kernels(threads, per_lane=16):
             cuda.shared.array((2, threads), int64),
             cuda.shared.array((2, threads), float64),
             cuda.shared.array(1, int64),
-            cuda.local.array(scratch_size, float64),
+            cuda.local.array(UNROLL, float64),
         )
         first_phase(
             A,
@@ -356,7 +365,7 @@ def grid_kernels(threads, per_lane=16):
             cuda.shared.array((2, threads), int64),
             cuda.shared.array((2, threads), float64),
             cuda.shared.array(1, int64),
-            cuda.local.array(scratch_size, float64),
+            cuda.local.array(UNROLL, float64),
         )
         pass_phase(
             A,
@@ -381,7 +390,7 @@ def grid_kernels(threads, per_lane=16):
             cuda.shared.array((2, threads), int64),
             cuda.shared.array((2, threads), float64),
             cuda.shared.array(1, int64),
-            cuda.local.array(scratch_size, float64),
+            cuda.local.array(UNROLL, float64),
         )
         norm_phase(
             A,
@@ -398,7 +407,7 @@ def grid_kernels(threads, per_lane=16):
 
     @cuda.jit
     def scale_step(A, signed, rows, fates, S):
-        values = cuda.local.array(scratch_size, float64)
+        values = cuda.local.array(UNROLL, float64)
         scale_phase(A, signed, rows, fates, S, cuda.blockIdx.x, cuda.gridDim.x, values)
 
     return _GridKernels(project, first_step, pass_step, norm_step, scale_step)
