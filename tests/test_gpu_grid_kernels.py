@@ -277,9 +277,11 @@ def test_a_pass_reads_the_rows_again_where_its_threshold_fell(monkeypatch):
 @in_simulator
 def test_rows_stopped_by_the_pass_limit_are_sorted(monkeypatch):
     """A row still active at the pass limit is STUCK and sorted by the host;
-    the loop ends there on every block; a reused workspace (its counters
-    left as a run leaves them) gives the same bits."""
+    the loop ends there on every block; a reused workspace gives the same
+    bits, also where a launch cut short left its counters non-zero (the
+    kernel resets them)."""
     from nmfsc.gpu_backend import fused
+    from nmfsc.gpu_backend.cuda_kernels import DONE
 
     n = 300
     X = np.abs(np.random.default_rng(9).standard_normal((2, n))) ** 3
@@ -288,6 +290,12 @@ def test_rows_stopped_by_the_pass_limit_are_sorted(monkeypatch):
     want, _ = fused.project_rows_fused(np, X, l1, np.ones(2), **GRID)
     again, _ = fused.project_rows_fused(np, X, l1, np.ones(2), **GRID)
     np.testing.assert_array_equal(again, want)
+    (work,) = fused._WORKSPACES.values()  # as a launch cut short could leave it
+    work.fates[:, DONE] = 1
+    work.active[:] = 3
+    again, _ = fused.project_rows_fused(np, X, l1, np.ones(2), **GRID)
+    np.testing.assert_array_equal(again, want)
+    assert not work.fates[:, DONE].any()
     monkeypatch.setattr(fused, "max_passes", lambda n: 4)
     fused.release_workspaces()
     info = {}

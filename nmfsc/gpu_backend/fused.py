@@ -197,7 +197,7 @@ class _Workspace:
     a pass's partial ``counts`` and ``sums``; the buffer B, of the rows'
     shape and dtype. The "grid" form's also: ``held``, the entries B holds
     per lane, and ``active``, the rows left active by each pass (``limit``
-    passes at most)."""
+    passes at most), which its kernel sets to 0 with the ticket counters."""
 
     def __init__(self, xp, X, chunks, threads, form, limit):
         count = X.shape[0]
@@ -358,7 +358,6 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, form, threads, chunk, row_thread
     work = _workspace(xp, X, S.dtype, chunks, threads, form, max_passes(n))
     work.rows[:, K.L1] = l1
     work.rows[:, K.L2] = l2
-    work.fates[:, K.DONE] = 0  # as the kernels leave them, unless one was cut short
     signed = not nonneg
     if form == "grid":
         if not _launch_grid(xp, work, X, S, threads, chunk, signed, blocks):
@@ -368,6 +367,7 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, form, threads, chunk, row_thread
     else:
         if row_threads is None:
             row_threads = solve_threads(chunks * threads)
+        work.fates[:, K.DONE] = 0  # as the kernels leave them, unless one was cut short
         _launch_rows(work, X, S, threads, chunk, row_threads, signed)
     fates = to_host(work.fates)  # the one host read
     fate = fates[:, K.FATE]
@@ -426,7 +426,6 @@ def _launch_grid(xp, work, X, S, threads, chunk, signed, most=None):
     propagates."""
     kernel = G.grid_kernels(threads, chunk // threads).project
     launch, v = work.launch, work.views
-    work.active.fill(0)
     args = (
         launch.view(X),
         v["B"],

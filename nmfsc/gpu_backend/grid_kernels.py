@@ -13,6 +13,7 @@ block resident at once, so the host launches at most
 ``max_cooperative_grid_blocks`` blocks and each takes the tiles ``block,
 block + blocks, ...``). One launch:
 
+0. the rows' ticket counters and ``active`` set to 0, and a barrier;
 1. the first pass over every tile (row r, chunk c): ``first_sums``'s
    block (:func:`~nmfsc.gpu_backend.cuda_kernels.pass_kernels`'s
    ``first_tile``), the row's fate and first threshold decided by its last
@@ -53,8 +54,8 @@ pass reads the rows, :data:`FROM_ROWS`, and keeps, :data:`KEEP`).
 For Numba's CUDA simulator, whose cooperative grids have one block, the
 same phases run also as one plain kernel each (``first_step``,
 ``pass_step``, ``norm_step``, ``scale_step``) on a grid of many blocks,
-the launch itself being the barrier: the tests hold both to the same
-bits.
+the launch itself being the barrier (they take the counters at 0): the
+tests hold both to the same bits.
 """
 
 from __future__ import annotations
@@ -257,6 +258,17 @@ def grid_kernels(threads, per_lane=16):
         fates[r, DONE] = 0
 
     @cuda.jit(device=True)
+    def reset_counters(fates, active, block, blocks):
+        """The rows' ticket counters and ``active`` to 0, whatever a launch
+        cut short left there (the first phase counts from 0)."""
+        t = cuda.threadIdx.x
+        for r in range(block * threads + t, fates.shape[0], blocks * threads):
+            fates[r, DONE] = 0
+        if block == 0:
+            for p in range(t, active.shape[0], threads):
+                active[p] = 0
+
+    @cuda.jit(device=True)
     def first_phase(A, signed, nonneg, rows, fates, partials, active, block, blocks, shared):
         """The first pass over every tile; each row's last block also sets
         the row's mode for the second pass (read the rows, keep) and counts
@@ -323,6 +335,8 @@ def grid_kernels(threads, per_lane=16):
             cuda.shared.array(1, int64),
             cuda.local.array(UNROLL, float64),
         )
+        reset_counters(fates, active, block, blocks)
+        grid.sync()
         first_phase(A, signed, nonneg, rows, fates, partials, active, block, blocks, shared)
         grid.sync()
         p = 1
