@@ -22,7 +22,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["REGISTRY", "load_cuda_target"]
+__all__ = ["REGISTRY", "load_cuda_target", "raised_by_numba"]
 
 #: numba-cuda's module that registers ``np.row_stack`` when it is imported.
 REGISTRY = "numba.cuda.np.arrayobj"
@@ -72,3 +72,20 @@ def _has_row_stack():
 def _row_stack(tup, *, dtype=None, casting="same_kind"):
     """numpy < 2.5's ``row_stack``: an alias of :func:`numpy.vstack`."""
     return np.vstack(tup, dtype=dtype, casting=casting)
+
+
+def raised_by_numba(error):
+    """Whether ``error`` is Numba's CUDA target failing (no compiler, no
+    driver, a numba-cuda that does not work with this numpy): an error of
+    Numba's own types, or one raised inside Numba's code (such as an
+    AttributeError where numba-cuda uses a name that numpy removed).
+    An error raised in nmfsc's code, with no frame of Numba's between, is a
+    bug and propagates."""
+    if type(error).__module__.startswith(("numba", "cuda")):
+        return True
+    trace = error.__traceback__
+    while trace is not None:
+        if str(trace.tb_frame.f_globals.get("__name__", "")).startswith(("numba", "cuda")):
+            return True
+        trace = trace.tb_next
+    return False

@@ -57,13 +57,12 @@ from numba.core.errors import NumbaPerformanceWarning
 
 from nmfsc._array_api import namespace, to_host
 from nmfsc.gpu_backend.array_projection import project_rows_by_arrays
-from nmfsc.gpu_backend.cuda_target import load_cuda_target
+from nmfsc.gpu_backend.cuda_target import load_cuda_target, raised_by_numba
 
 __all__ = [
     "fused_kernels",
     "project_batch_device",
     "project_rows",
-    "raised_by_numba",
     "release_fused_workspaces",
 ]
 
@@ -115,23 +114,6 @@ def _fused_failed(error, stacklevel):
         RuntimeWarning,
         stacklevel=stacklevel + 1,
     )
-
-
-def raised_by_numba(error):
-    """Whether ``error`` is Numba's CUDA target failing (no compiler, no
-    driver, a numba-cuda that does not work with this numpy): an error of
-    Numba's own types, or one raised inside Numba's code (such as an
-    AttributeError where numba-cuda uses a name that numpy removed).
-    An error raised in nmfsc's code, with no frame of Numba's between, is a
-    bug and propagates."""
-    if type(error).__module__.startswith(("numba", "cuda")):
-        return True
-    trace = error.__traceback__
-    while trace is not None:
-        if str(trace.tb_frame.f_globals.get("__name__", "")).startswith(("numba", "cuda")):
-            return True
-        trace = trace.tb_next
-    return False
 
 
 _FUSED: list = []  # [project_rows_fused] or [None], once decided

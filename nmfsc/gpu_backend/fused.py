@@ -59,7 +59,7 @@ from nmfsc._array_api import to_host
 from nmfsc.gpu_backend import cuda_kernels as K
 from nmfsc.gpu_backend import grid_kernels as G
 from nmfsc.gpu_backend.array_projection import project_rows_by_arrays
-from nmfsc.gpu_backend.device_projection import raised_by_numba
+from nmfsc.gpu_backend.cuda_target import raised_by_numba
 from nmfsc.gpu_backend.thresholds import max_passes
 from nmfsc.projection import project
 
