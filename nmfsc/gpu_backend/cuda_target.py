@@ -11,6 +11,11 @@ duration of the import only: numpy is left as it was, and the overload
 registered for the stand-in is never reached (nmfsc's kernels do not call
 ``row_stack``). With a numpy that has ``row_stack``, or a Numba whose CUDA
 target has no such registry (numba's own ``numba.cuda``), nothing is done.
+
+:func:`raised_by_numba` tells the target's own failures (no compiler, no
+driver, no ``cudadevrt`` to link) from nmfsc's bugs, for the projection's
+fallbacks (:mod:`~nmfsc.gpu_backend.device_projection`,
+:mod:`~nmfsc.gpu_backend.fused`).
 """
 
 from __future__ import annotations
