@@ -25,6 +25,7 @@ from test_gpu_kernels import (
     counted_launches,
     hard_rows,
     passes_under_the_simulator,
+    projected_with_a_fall,
     reference_partials,
 )
 
@@ -251,23 +252,8 @@ def test_a_pass_reads_the_rows_again_where_its_threshold_fell(monkeypatch):
     """A threshold below the level B was kept at (forced here for the third
     pass) sends the next pass to the rows, which keeps again; the result
     is unchanged."""
-    from nmfsc.gpu_backend import cuda_kernels, fused
-
     n = 300
-    X = np.abs(np.random.default_rng(4).standard_normal((1, n))) ** 2
-    l1, l2 = np.full(1, l1_for_sparseness(0.8, n)), np.ones(1)
-    plain_info = {}
-    plain, _ = fused.project_rows_fused(np, X, l1, l2, **GRID, info=plain_info)
-    original = cuda_kernels._closed_form
-    calls = []
-
-    def falls_once(k, s1, s2, rho):
-        calls.append(k)
-        return X.min() - 1.0 if len(calls) == 3 else original(k, s1, s2, rho)
-
-    monkeypatch.setattr(cuda_kernels, "_closed_form", falls_once)
-    info = {}
-    fell, _ = fused.project_rows_fused(np, X, l1, l2, **GRID, info=info)
+    plain, plain_info, fell, info, calls = projected_with_a_fall(monkeypatch, n, GRID)
     assert len(calls) > 4 and calls[3] == n  # the pass after the fall: the whole row
     assert info["passes"] > plain_info["passes"] and info["read"] >= plain_info["read"] + n
     np.testing.assert_allclose(fell, plain, rtol=0, atol=ULPS * EPS)
@@ -377,7 +363,7 @@ def test_auto_takes_the_grid_for_fewer_rows_than_multiprocessors(monkeypatch):
         deviceGetAttribute=lambda attribute, device: reads.append((attribute, device)) or 132
     )
     fake_cupy = SimpleNamespace(cuda=SimpleNamespace(runtime=runtime))
-    monkeypatch.setattr(fused, "_MULTIPROCESSORS", {})
+    monkeypatch.setattr(fused, "_ATTRIBUTES", {})
     device = SimpleNamespace(id=0)
     assert fused.chosen_form(fake_cupy, SimpleNamespace(shape=(1, 10**6), device=device)) == "grid"
     assert fused.chosen_form(fake_cupy, SimpleNamespace(shape=(131, 9), device=device)) == "grid"

@@ -286,10 +286,9 @@ def project_rows_fused(
     by default) is "rows", four launches whose passes after the second
     run one block per row, or "grid", one cooperative launch whose every
     pass runs on the whole grid (:mod:`~nmfsc.gpu_backend.grid_kernels`);
-    where the GPU cannot
-    run the latter (no cooperative launch, no ``cudadevrt`` to link), the
-    former, with one RuntimeWarning per process. Both give the same
-    projection to rounding.
+    where the GPU cannot run the latter (no cooperative launch, no
+    ``cudadevrt`` to link, the launch refused), the former, with one
+    RuntimeWarning per GPU. Both give the same projection to rounding.
 
     ``threads`` and ``chunk`` override :func:`layout`, ``row_threads``
     :func:`solve_threads` (the tests use small ones), and ``blocks`` caps
@@ -327,19 +326,24 @@ def chosen_form(xp, X):
     else "rows". "rows" under the simulator (NumPy arrays)."""
     if xp is np:
         return "rows"
-    device = X.device.id
-    count = _MULTIPROCESSORS.get(device)
-    if count is None:
-        count = _MULTIPROCESSORS[device] = int(
-            xp.cuda.runtime.deviceGetAttribute(_MULTIPROCESSOR_COUNT, device)
-        )
-    return "grid" if X.shape[0] < count else "rows"
+    multiprocessors = _device_attribute(xp, X.device.id, _MULTIPROCESSOR_COUNT)
+    return "grid" if X.shape[0] < multiprocessors else "rows"
 
 
-#: cudaDevAttrMultiProcessorCount (CUDA's device attribute 16).
-_MULTIPROCESSOR_COUNT = 16
-#: Multiprocessors per GPU, read once (:func:`chosen_form`).
-_MULTIPROCESSORS: dict = {}
+def _device_attribute(xp, device, attribute):
+    """CUDA's device attribute ``attribute`` of GPU ``device``, read once."""
+    key = (device, attribute)
+    value = _ATTRIBUTES.get(key)
+    if value is None:
+        value = _ATTRIBUTES[key] = int(xp.cuda.runtime.deviceGetAttribute(attribute, device))
+    return value
+
+
+#: CUDA's device attributes cudaDevAttrMultiProcessorCount and
+#: cudaDevAttrCooperativeLaunch.
+_MULTIPROCESSOR_COUNT, _COOPERATIVE_LAUNCH = 16, 95
+#: The device attributes read so far, by (GPU, attribute) (:func:`_device_attribute`).
+_ATTRIBUTES: dict = {}
 
 
 def _project_rows(xp, X, l1, l2, nonneg, dtype, form, threads, chunk, row_threads, blocks, info):
@@ -355,12 +359,13 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, form, threads, chunk, row_thread
     if form == "grid" and (None if xp is np else X.device.id) in _GRID_FAILED:
         form = "rows"
     S = xp.empty((count, n), dtype=xp.float64 if dtype is None else dtype)
-    work = _workspace(xp, X, S.dtype, chunks, threads, form, max_passes(n))
+    limit = max_passes(n)
+    work = _workspace(xp, X, S.dtype, chunks, threads, form, limit)
     work.rows[:, K.L1] = l1
     work.rows[:, K.L2] = l2
     signed = not nonneg
     if form == "grid":
-        if not _launch_grid(xp, work, X, S, threads, chunk, signed, blocks):
+        if not _launch_grid(xp, work, X, S, threads, chunk, signed, limit, blocks):
             return _project_rows(
                 xp, X, l1, l2, nonneg, dtype, "rows", threads, chunk, row_threads, None, info
             )
@@ -368,7 +373,7 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, form, threads, chunk, row_thread
         if row_threads is None:
             row_threads = solve_threads(chunks * threads)
         work.fates[:, K.DONE] = 0  # as the kernels leave them, unless one was cut short
-        _launch_rows(work, X, S, threads, chunk, row_threads, signed)
+        _launch_rows(work, X, S, threads, chunk, row_threads, signed, limit)
     fates = to_host(work.fates)  # the one host read
     fate = fates[:, K.FATE]
     stuck = np.flatnonzero(fate == K.STUCK)
@@ -400,9 +405,10 @@ def _project_rows(xp, X, l1, l2, nonneg, dtype, form, threads, chunk, row_thread
     return S, fate != K.NONFINITE
 
 
-def _launch_rows(work, X, S, threads, chunk, row_threads, signed):
-    """The "rows" form's four launches (:mod:`~nmfsc.gpu_backend.cuda_kernels`)."""
-    count, n = X.shape
+def _launch_rows(work, X, S, threads, chunk, row_threads, signed, limit):
+    """The "rows" form's four launches (:mod:`~nmfsc.gpu_backend.cuda_kernels`),
+    at most ``limit`` Hoyer passes."""
+    count = X.shape[0]
     kernels = K.pass_kernels(threads, row_threads, chunk // threads)
     launch, v = work.launch, work.views
     x_, s_ = launch.view(X), launch.view(S)
@@ -411,13 +417,14 @@ def _launch_rows(work, X, S, threads, chunk, row_threads, signed):
     row, partials = (v["rows"], v["fates"]), (v["counts"], v["sums"])
     launch(kernels.first_sums, grid, threads, x_, signed, nonneg, *row, *partials)
     launch(kernels.second_sums, grid, threads, x_, signed, *row, *partials)
-    launch(kernels.solve_rows, count, row_threads, x_, v["B"], signed, *row, max_passes(n))
+    launch(kernels.solve_rows, count, row_threads, x_, v["B"], signed, *row, limit)
     launch(kernels.scale, grid, threads, x_, signed, *row, s_)
 
 
-def _launch_grid(xp, work, X, S, threads, chunk, signed, most=None):
+def _launch_grid(xp, work, X, S, threads, chunk, signed, limit, most=None):
     """The "grid" form's one cooperative launch
-    (:mod:`~nmfsc.gpu_backend.grid_kernels`), on as many blocks as there
+    (:mod:`~nmfsc.gpu_backend.grid_kernels`), at most ``limit`` Hoyer
+    passes, on as many blocks as there
     are tiles, or as the GPU holds at once (found at a workspace's first
     projection, then kept), or ``most``. False, with one RuntimeWarning
     per GPU, where the GPU cannot run it: no cooperative launch, the
@@ -437,13 +444,13 @@ def _launch_grid(xp, work, X, S, threads, chunk, signed, most=None):
         v["counts"],
         v["sums"],
         v["active"],
-        max_passes(X.shape[1]),
+        limit,
         launch.view(S),
     )
     tiles = X.shape[0] * v["counts"].shape[1]
     try:
         if work.blocks is None:
-            if xp is not np and not _cooperative(xp, X.device.id):
+            if xp is not np and not _device_attribute(xp, X.device.id, _COOPERATIVE_LAUNCH):
                 raise _GridUnavailable("this GPU has no cooperative launch")
             work.blocks = launch.cooperative_blocks(kernel, threads, *args)
             if work.blocks < 1:
@@ -465,18 +472,3 @@ def _launch_grid(xp, work, X, S, threads, chunk, signed, most=None):
 
 class _GridUnavailable(RuntimeError):
     """The GPU cannot run the "grid" form (:func:`_launch_grid`)."""
-
-
-def _cooperative(xp, device):
-    """Whether GPU ``device`` runs cooperative launches (read once)."""
-    known = _COOPERATIVE.get(device)
-    if known is None:
-        attribute = xp.cuda.runtime.deviceGetAttribute(_COOPERATIVE_LAUNCH, device)
-        known = _COOPERATIVE[device] = bool(attribute)
-    return known
-
-
-#: cudaDevAttrCooperativeLaunch (CUDA's device attribute 95).
-_COOPERATIVE_LAUNCH = 95
-#: Whether each GPU runs cooperative launches, read once (:func:`_cooperative`).
-_COOPERATIVE: dict = {}
