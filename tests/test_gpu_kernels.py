@@ -205,6 +205,32 @@ def test_the_first_two_passes_equal_a_reference_in_the_same_order(dtype):
         np.testing.assert_array_equal(got["fates"][:3, SIZE], counts.sum(axis=1))
 
 
+def projected_with_a_fall(monkeypatch, n, layout):
+    """A row of n entries projected by the fused kernels with ``layout``,
+    as it is, then with the third closed form made to return a threshold
+    below every entry (below the level B was kept at). Returns ``(plain,
+    plain_info, fell, info, calls)``: the two results and their ``info``,
+    and the support sizes the closed form was given in the second."""
+    from nmfsc.gpu_backend import cuda_kernels, fused
+
+    X = np.abs(np.random.default_rng(4).standard_normal((1, n))) ** 2
+    l1, l2 = np.full(1, l1_for_sparseness(0.8, n)), np.ones(1)
+    plain_info = {}
+    plain, _ = fused.project_rows_fused(np, X, l1, l2, **layout, info=plain_info)
+    closed_form = cuda_kernels._closed_form
+    calls = []
+
+    def falls_once(k, s1, s2, rho):
+        calls.append(k)
+        return X.min() - 1.0 if len(calls) == 3 else closed_form(k, s1, s2, rho)
+
+    monkeypatch.setattr(cuda_kernels, "_closed_form", falls_once)
+    fused.release_workspaces()
+    info = {}
+    fell, _ = fused.project_rows_fused(np, X, l1, l2, **layout, info=info)
+    return plain, plain_info, fell, info, calls
+
+
 @in_simulator
 def test_solve_rows_reads_the_rows_again_where_its_threshold_fell(monkeypatch):
     """A row whose next threshold falls below the level its support was
@@ -212,27 +238,8 @@ def test_solve_rows_reads_the_rows_again_where_its_threshold_fell(monkeypatch):
     made to return a threshold below every entry) reads the rows
     themselves for the next pass and keeps its support again: it still
     ends at the projection, with one more read of the row."""
-    from nmfsc.gpu_backend import cuda_kernels, fused
-
     n = 300
-    X = np.abs(np.random.default_rng(4).standard_normal((1, n))) ** 2
-    l1, l2 = np.full(1, l1_for_sparseness(0.8, n)), np.ones(1)
-    plain_info = {}
-    plain, _ = fused.project_rows_fused(np, X, l1, l2, **LAYOUT, info=plain_info)
-    closed_form = cuda_kernels._closed_form
-    calls = []
-
-    def falls_once(k, s1, s2, rho):
-        out = closed_form(k, s1, s2, rho)
-        calls.append(k)
-        if len(calls) == 3:  # solve_rows's first pass (after first_sums's and second_sums's)
-            return X.min() - 1.0
-        return out
-
-    monkeypatch.setattr(cuda_kernels, "_closed_form", falls_once)
-    fused.release_workspaces()
-    info = {}
-    fell, _ = fused.project_rows_fused(np, X, l1, l2, **LAYOUT, info=info)
+    plain, plain_info, fell, info, calls = projected_with_a_fall(monkeypatch, n, LAYOUT)
     assert len(calls) > 3 and calls[3] == n  # the pass after the fall: the whole row
     assert info["passes"] > plain_info["passes"] and info["read"] >= plain_info["read"] + n
     np.testing.assert_allclose(fell, plain, rtol=0, atol=ULPS * EPS)
